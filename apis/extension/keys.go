@@ -1,0 +1,67 @@
+package extension
+
+// Domains of Koordinator-compatible keys.
+const (
+	DomainPrefix           = "koordinator.sh/"
+	SchedulingDomainPrefix = "scheduling.koordinator.sh/"
+	NodeDomainPrefix       = "node.koordinator.sh/"
+	TopologyDomainPrefix   = "topology.koordinator.sh/"
+)
+
+// Pod labels.
+const (
+	// LabelPodQoS is the Koordinator QoS class of a pod (LSE, LSR, LS, BE, SYSTEM).
+	LabelPodQoS = DomainPrefix + "qosClass"
+	// LabelReservationIgnored set to "true" keeps a pod from consuming any reservation.
+	LabelReservationIgnored = SchedulingDomainPrefix + "reservation-ignored"
+)
+
+// Pod annotations.
+const (
+	// AnnotationResourceSpec asks for a CPU bind and exclusivity policy.
+	AnnotationResourceSpec = SchedulingDomainPrefix + "resource-spec"
+	// AnnotationNUMATopologySpec asks for a NUMA placement policy.
+	AnnotationNUMATopologySpec = SchedulingDomainPrefix + "numa-topology-spec"
+	// AnnotationResourceStatus is the cpuset and NUMA resources the scheduler chose (written at PreBind).
+	AnnotationResourceStatus = SchedulingDomainPrefix + "resource-status"
+	// AnnotationReservationAffinity restricts which reservations a pod may use.
+	AnnotationReservationAffinity = SchedulingDomainPrefix + "reservation-affinity"
+	// AnnotationReservationAllocated names the reservation a pod consumed (written by the scheduler).
+	AnnotationReservationAllocated = SchedulingDomainPrefix + "reservation-allocated"
+)
+
+// Node labels and annotations.
+const (
+	// AnnotationCustomUsageThresholds overrides LoadAwareScheduling thresholds for one node.
+	AnnotationCustomUsageThresholds = SchedulingDomainPrefix + "usage-thresholds"
+	// LabelNodeCPUBindPolicy makes every integer-CPU pod on the node bind CPUs.
+	LabelNodeCPUBindPolicy = NodeDomainPrefix + "cpu-bind-policy"
+	// LabelNodeNUMATopologyPolicy is the node's NUMA placement policy.
+	LabelNodeNUMATopologyPolicy = NodeDomainPrefix + "numa-topology-policy"
+)
+
+// Batch (over-committed) extended resources on Node allocatable and BE pod requests.
+const (
+	// BatchCPU is in milli-cores.
+	BatchCPU = "kubernetes.io/batch-cpu"
+	// BatchMemory is in bytes.
+	BatchMemory = "kubernetes.io/batch-memory"
+)
+
+// The koordlet numa-info ConfigMap: kube-system/<node>-numa-info.
+const (
+	NUMAInfoNamespace           = "kube-system"
+	NUMAInfoSuffix              = "-numa-info"
+	LabelManagedBy              = "app.kubernetes.io/managed-by"
+	ManagedByKoordlet           = "koordlet"
+	LabelTopologyNode           = TopologyDomainPrefix + "node"
+	NUMAInfoKeyCPUTopology      = "cpu-topology"
+	NUMAInfoKeyNUMANodes        = "numa-nodes"
+	NUMAInfoKeyCPUBasicInfo     = "cpu-basic-info"
+	NUMAInfoKeyCPUManagerPolicy = "cpu-manager-policy"
+	NUMAInfoKeyPodCPUAllocs     = "pod-cpu-allocs"
+	NUMAInfoKeyCPUSharedPools   = "cpu-shared-pools"
+)
+
+// NUMAInfoConfigMapName is the name of a node's numa-info ConfigMap.
+func NUMAInfoConfigMapName(nodeName string) string { return nodeName + NUMAInfoSuffix }

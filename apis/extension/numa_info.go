@@ -1,0 +1,250 @@
+package extension
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/cpuset"
+)
+
+// CPUInfo places one logical CPU in the topology.
+type CPUInfo struct {
+	ID     int32 `json:"id"`
+	Core   int32 `json:"core"`
+	Socket int32 `json:"socket"`
+	Node   int32 `json:"node"`
+}
+
+// CPUTopology is the cpu-topology key: one entry per logical CPU.
+type CPUTopology struct {
+	Detail []CPUInfo `json:"detail"`
+}
+
+// NUMANodeInfo is one entry of the numa-nodes key.
+type NUMANodeInfo struct {
+	ID          int32  `json:"id"`
+	CPUs        string `json:"cpus"`
+	MemoryBytes int64  `json:"memoryBytes"`
+}
+
+// CPUBasicInfo is the cpu-basic-info key.
+type CPUBasicInfo struct {
+	CPUModel           string `json:"cpuModel,omitempty"`
+	HyperThreadEnabled bool   `json:"hyperThreadEnabled"`
+}
+
+// KubeletCPUManagerPolicy is the cpu-manager-policy key: kubelet's CPU manager.
+type KubeletCPUManagerPolicy struct {
+	// Policy is "none" or "static".
+	Policy       string            `json:"policy"`
+	Options      map[string]string `json:"options,omitempty"`
+	ReservedCPUs string            `json:"reservedCPUs,omitempty"`
+}
+
+// Kubelet CPU manager policies.
+const (
+	KubeletCPUManagerPolicyNone   = "none"
+	KubeletCPUManagerPolicyStatic = "static"
+)
+
+// PodCPUAlloc is one entry of pod-cpu-allocs: CPUs kubelet pinned for its own pods.
+type PodCPUAlloc struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	CPUSet    string `json:"cpuset"`
+}
+
+// CPUSharedPool is one entry of cpu-shared-pools: CPUs not exclusively bound.
+type CPUSharedPool struct {
+	Socket int32  `json:"socket"`
+	Node   int32  `json:"node"`
+	CPUSet string `json:"cpuset"`
+}
+
+// NUMAInfo is the whole content of a kube-system/<node>-numa-info ConfigMap.
+type NUMAInfo struct {
+	CPUTopology      CPUTopology
+	NUMANodes        []NUMANodeInfo
+	CPUBasicInfo     CPUBasicInfo
+	CPUManagerPolicy KubeletCPUManagerPolicy
+	PodCPUAllocs     []PodCPUAlloc
+	CPUSharedPools   []CPUSharedPool
+}
+
+// numaInfoError names the ConfigMap and key a bad value came from.
+func numaInfoError(cm *corev1.ConfigMap, key string, err error) error {
+	return &KeyError{Kind: fmt.Sprintf("configmap %s/%s key", cm.Namespace, cm.Name), Key: key, Err: err}
+}
+
+// ParseNUMAInfo parses and cross-checks a numa-info ConfigMap: every CPU is
+// listed once, NUMA nodes partition the CPUs, and reserved, pinned and shared
+// CPUs exist on the node. cpu-topology and numa-nodes are required; the other
+// keys are optional (absent means no CPU manager, nothing pinned).
+func ParseNUMAInfo(cm *corev1.ConfigMap) (*NUMAInfo, error) {
+	info := &NUMAInfo{CPUManagerPolicy: KubeletCPUManagerPolicy{Policy: KubeletCPUManagerPolicyNone}}
+	required := []struct {
+		key  string
+		into any
+	}{
+		{NUMAInfoKeyCPUTopology, &info.CPUTopology},
+		{NUMAInfoKeyNUMANodes, &info.NUMANodes},
+	}
+	optional := []struct {
+		key  string
+		into any
+	}{
+		{NUMAInfoKeyCPUBasicInfo, &info.CPUBasicInfo},
+		{NUMAInfoKeyCPUManagerPolicy, &info.CPUManagerPolicy},
+		{NUMAInfoKeyPodCPUAllocs, &info.PodCPUAllocs},
+		{NUMAInfoKeyCPUSharedPools, &info.CPUSharedPools},
+	}
+	for _, f := range required {
+		v, ok := cm.Data[f.key]
+		if !ok {
+			return nil, numaInfoError(cm, f.key, errors.New("missing"))
+		}
+		if err := decodeJSON(v, f.into); err != nil {
+			return nil, numaInfoError(cm, f.key, err)
+		}
+	}
+	for _, f := range optional {
+		if v, ok := cm.Data[f.key]; ok {
+			if err := decodeJSON(v, f.into); err != nil {
+				return nil, numaInfoError(cm, f.key, err)
+			}
+		}
+	}
+	if key, err := info.validate(); err != nil {
+		return nil, numaInfoError(cm, key, err)
+	}
+	return info, nil
+}
+
+// validate returns the key at fault along with the error.
+func (n *NUMAInfo) validate() (string, error) {
+	if len(n.CPUTopology.Detail) == 0 {
+		return NUMAInfoKeyCPUTopology, errors.New("detail lists no CPUs")
+	}
+	byNode := map[int32][]int{}
+	ids := make([]int, 0, len(n.CPUTopology.Detail))
+	seen := map[int32]bool{}
+	for _, c := range n.CPUTopology.Detail {
+		if c.ID < 0 || c.Core < 0 || c.Socket < 0 || c.Node < 0 {
+			return NUMAInfoKeyCPUTopology, fmt.Errorf("cpu %d: id, core, socket and node must not be negative", c.ID)
+		}
+		if seen[c.ID] {
+			return NUMAInfoKeyCPUTopology, fmt.Errorf("cpu %d listed twice", c.ID)
+		}
+		seen[c.ID] = true
+		ids = append(ids, int(c.ID))
+		byNode[c.Node] = append(byNode[c.Node], int(c.ID))
+	}
+	all := cpuset.New(ids...)
+
+	if len(n.NUMANodes) == 0 {
+		return NUMAInfoKeyNUMANodes, errors.New("lists no NUMA nodes")
+	}
+	nodeSeen := map[int32]bool{}
+	for _, node := range n.NUMANodes {
+		if node.ID < 0 {
+			return NUMAInfoKeyNUMANodes, fmt.Errorf("node %d: id is negative", node.ID)
+		}
+		if nodeSeen[node.ID] {
+			return NUMAInfoKeyNUMANodes, fmt.Errorf("node %d listed twice", node.ID)
+		}
+		nodeSeen[node.ID] = true
+		if node.MemoryBytes < 0 {
+			return NUMAInfoKeyNUMANodes, fmt.Errorf("node %d: memoryBytes %d is negative", node.ID, node.MemoryBytes)
+		}
+		cpus, err := cpuset.Parse(node.CPUs)
+		if err != nil {
+			return NUMAInfoKeyNUMANodes, fmt.Errorf("node %d: cpus %q: %w", node.ID, node.CPUs, err)
+		}
+		if want := cpuset.New(byNode[node.ID]...); !cpus.Equals(want) {
+			return NUMAInfoKeyNUMANodes, fmt.Errorf("node %d: cpus %q differ from the CPUs cpu-topology places on it (%q)", node.ID, cpus, want)
+		}
+	}
+	nodeIDs := make([]int, 0, len(byNode))
+	for id := range byNode {
+		nodeIDs = append(nodeIDs, int(id))
+	}
+	sort.Ints(nodeIDs)
+	for _, id := range nodeIDs {
+		if !nodeSeen[int32(id)] {
+			return NUMAInfoKeyNUMANodes, fmt.Errorf("node %d has CPUs in cpu-topology but is not listed", id)
+		}
+	}
+
+	switch n.CPUManagerPolicy.Policy {
+	case KubeletCPUManagerPolicyNone, KubeletCPUManagerPolicyStatic:
+	default:
+		return NUMAInfoKeyCPUManagerPolicy, fmt.Errorf("policy %q is not none or static", n.CPUManagerPolicy.Policy)
+	}
+	if err := checkSubset(all, n.CPUManagerPolicy.ReservedCPUs); err != nil {
+		return NUMAInfoKeyCPUManagerPolicy, fmt.Errorf("reservedCPUs: %w", err)
+	}
+	for _, a := range n.PodCPUAllocs {
+		if err := checkSubset(all, a.CPUSet); err != nil {
+			return NUMAInfoKeyPodCPUAllocs, fmt.Errorf("pod %s/%s: %w", a.Namespace, a.Name, err)
+		}
+	}
+	for _, p := range n.CPUSharedPools {
+		if err := checkSubset(all, p.CPUSet); err != nil {
+			return NUMAInfoKeyCPUSharedPools, fmt.Errorf("pool of node %d: %w", p.Node, err)
+		}
+	}
+	return "", nil
+}
+
+func checkSubset(all cpuset.CPUSet, s string) error {
+	cpus, err := cpuset.Parse(s)
+	if err != nil {
+		return fmt.Errorf("cpuset %q: %w", s, err)
+	}
+	if !cpus.IsSubsetOf(all) {
+		return fmt.Errorf("cpuset %q names CPUs %q the node does not have", s, cpus.Difference(all))
+	}
+	return nil
+}
+
+// AllCPUs is every logical CPU of the node.
+func (n *NUMAInfo) AllCPUs() cpuset.CPUSet {
+	ids := make([]int, 0, len(n.CPUTopology.Detail))
+	for _, c := range n.CPUTopology.Detail {
+		ids = append(ids, int(c.ID))
+	}
+	return cpuset.New(ids...)
+}
+
+// ConfigMapData is the ConfigMap data for this info, each value JSON.
+func (n *NUMAInfo) ConfigMapData() (map[string]string, error) {
+	values := map[string]any{
+		NUMAInfoKeyCPUTopology:      n.CPUTopology,
+		NUMAInfoKeyNUMANodes:        nonNil(n.NUMANodes),
+		NUMAInfoKeyCPUBasicInfo:     n.CPUBasicInfo,
+		NUMAInfoKeyCPUManagerPolicy: n.CPUManagerPolicy,
+		NUMAInfoKeyPodCPUAllocs:     nonNil(n.PodCPUAllocs),
+		NUMAInfoKeyCPUSharedPools:   nonNil(n.CPUSharedPools),
+	}
+	data := make(map[string]string, len(values))
+	for k, v := range values {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s: %w", k, err)
+		}
+		data[k] = string(b)
+	}
+	return data, nil
+}
+
+// nonNil makes empty lists encode as [] rather than null, which reads better in kubectl.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

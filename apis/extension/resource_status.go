@@ -1,0 +1,73 @@
+package extension
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/cpuset"
+)
+
+// NUMANodeResource is what a pod takes from one NUMA node.
+type NUMANodeResource struct {
+	Node      int32               `json:"node"`
+	Resources corev1.ResourceList `json:"resources,omitempty"`
+}
+
+// ResourceStatus is the value of scheduling.koordinator.sh/resource-status,
+// the CPUs and NUMA resources the scheduler allocated to a pod.
+type ResourceStatus struct {
+	CPUSet            string             `json:"cpuset,omitempty"`
+	NUMANodeResources []NUMANodeResource `json:"numaNodeResources,omitempty"`
+
+	cpus cpuset.CPUSet
+}
+
+// CPUs is the parsed cpuset.
+func (s *ResourceStatus) CPUs() cpuset.CPUSet { return s.cpus }
+
+// SetCPUs records an allocation in both its parsed and its text form.
+func (s *ResourceStatus) SetCPUs(cpus cpuset.CPUSet) {
+	s.cpus = cpus
+	s.CPUSet = cpus.String()
+}
+
+// GetResourceStatus parses the pod's resource-status annotation; absent is an
+// empty status (no CPUs bound).
+func GetResourceStatus(annotations map[string]string) (*ResourceStatus, error) {
+	status := &ResourceStatus{}
+	v, ok := annotations[AnnotationResourceStatus]
+	if !ok {
+		return status, nil
+	}
+	if err := decodeJSON(v, status); err != nil {
+		return nil, annotationError(AnnotationResourceStatus, err)
+	}
+	cpus, err := cpuset.Parse(status.CPUSet)
+	if err != nil {
+		return nil, annotationError(AnnotationResourceStatus, fmt.Errorf("cpuset %q: %w", status.CPUSet, err))
+	}
+	status.cpus = cpus
+	seen := map[int32]bool{}
+	for _, r := range status.NUMANodeResources {
+		if r.Node < 0 {
+			return nil, annotationError(AnnotationResourceStatus, fmt.Errorf("numaNodeResources: node %d is negative", r.Node))
+		}
+		if seen[r.Node] {
+			return nil, annotationError(AnnotationResourceStatus, fmt.Errorf("numaNodeResources: node %d listed twice", r.Node))
+		}
+		seen[r.Node] = true
+		for name, q := range r.Resources {
+			if q.Sign() < 0 {
+				return nil, annotationError(AnnotationResourceStatus, fmt.Errorf("numaNodeResources: node %d: %s is negative", r.Node, name))
+			}
+		}
+	}
+	return status, nil
+}
+
+// Marshal is the annotation value for this status.
+func (s *ResourceStatus) Marshal() (string, error) {
+	b, err := json.Marshal(s)
+	return string(b), err
+}
