@@ -1,0 +1,58 @@
+package config
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+)
+
+// ScoringStrategy says whether LoadAwareScheduling spreads or packs by usage.
+type ScoringStrategy string
+
+const (
+	// LeastUsed prefers the node with the lowest estimated usage (spreading).
+	LeastUsed ScoringStrategy = "LeastUsed"
+	// MostUsed prefers the node with the highest estimated usage (packing).
+	MostUsed ScoringStrategy = "MostUsed"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// LoadAwareSchedulingArgs configures the LoadAwareScheduling plugin. Names and
+// defaults follow Koordinator's so existing configurations keep working.
+type LoadAwareSchedulingArgs struct {
+	metav1.TypeMeta
+
+	// FilterExpiredNodeMetrics rejects nodes whose NodeMetric is older than
+	// NodeMetricExpirationSeconds.
+	FilterExpiredNodeMetrics bool
+	// NodeMetricExpirationSeconds is the age after which a NodeMetric is stale.
+	NodeMetricExpirationSeconds int64
+	// EnableScheduleWhenNodeMetricsExpired lets pods onto nodes with stale metrics.
+	EnableScheduleWhenNodeMetricsExpired bool
+	// ResourceWeights weighs each resource in the score.
+	ResourceWeights map[corev1.ResourceName]int64
+	// UsageThresholds rejects a node whose estimated usage would exceed these
+	// percentages of allocatable; 0 disables a resource.
+	UsageThresholds map[corev1.ResourceName]int64
+	// ProdUsageThresholds applies to prod-priority pods, against prod pods' usage.
+	ProdUsageThresholds map[corev1.ResourceName]int64
+	// ScoreAccordingProdUsage scores prod pods by prod pods' usage only.
+	ScoreAccordingProdUsage bool
+	// EstimatedScalingFactors scale a pod's request into its expected usage, in percent.
+	EstimatedScalingFactors map[corev1.ResourceName]int64
+	// Aggregated uses percentiles over a window instead of the latest usage.
+	Aggregated *LoadAwareSchedulingAggregatedArgs
+	// ScoringStrategy is LeastUsed (spread) or MostUsed (pack).
+	ScoringStrategy ScoringStrategy
+}
+
+// LoadAwareSchedulingAggregatedArgs picks aggregated usages from NodeMetric.
+type LoadAwareSchedulingAggregatedArgs struct {
+	UsageThresholds         map[corev1.ResourceName]int64
+	UsageAggregationType    slov1alpha1.AggregationType
+	UsageAggregatedDuration metav1.Duration
+	ScoreAggregationType    slov1alpha1.AggregationType
+	ScoreAggregatedDuration metav1.Duration
+}

@@ -1,0 +1,58 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/koord-project/koord/apis/config"
+)
+
+// Koordinator's defaults, so a config that names only what it changes behaves the same here.
+var (
+	defaultNodeMetricExpirationSeconds int64 = 180
+	defaultResourceWeights                   = map[corev1.ResourceName]int64{corev1.ResourceCPU: 1, corev1.ResourceMemory: 1}
+	defaultUsageThresholds                   = map[corev1.ResourceName]int64{corev1.ResourceCPU: 65, corev1.ResourceMemory: 95}
+	defaultEstimatedScalingFactors           = map[corev1.ResourceName]int64{corev1.ResourceCPU: 85, corev1.ResourceMemory: 70}
+)
+
+func copyMap(m map[corev1.ResourceName]int64) map[corev1.ResourceName]int64 {
+	out := make(map[corev1.ResourceName]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// SetDefaults_LoadAwareSchedulingArgs fills what the operator left out.
+func SetDefaults_LoadAwareSchedulingArgs(obj *LoadAwareSchedulingArgs) {
+	if obj.FilterExpiredNodeMetrics == nil {
+		obj.FilterExpiredNodeMetrics = ptr.To(true)
+	}
+	if obj.NodeMetricExpirationSeconds == nil {
+		obj.NodeMetricExpirationSeconds = ptr.To(defaultNodeMetricExpirationSeconds)
+	}
+	if obj.EnableScheduleWhenNodeMetricsExpired == nil {
+		obj.EnableScheduleWhenNodeMetricsExpired = ptr.To(false)
+	}
+	if len(obj.ResourceWeights) == 0 {
+		obj.ResourceWeights = copyMap(defaultResourceWeights)
+	}
+	if obj.UsageThresholds == nil {
+		obj.UsageThresholds = copyMap(defaultUsageThresholds)
+	}
+	if obj.ScoreAccordingProdUsage == nil {
+		obj.ScoreAccordingProdUsage = ptr.To(false)
+	}
+	// Factors are defaulted per resource: setting only cpu keeps memory's default.
+	if obj.EstimatedScalingFactors == nil {
+		obj.EstimatedScalingFactors = map[corev1.ResourceName]int64{}
+	}
+	for k, v := range defaultEstimatedScalingFactors {
+		if _, ok := obj.EstimatedScalingFactors[k]; !ok {
+			obj.EstimatedScalingFactors[k] = v
+		}
+	}
+	if obj.ScoringStrategy == "" {
+		obj.ScoringStrategy = ScoringStrategy(config.LeastUsed)
+	}
+}

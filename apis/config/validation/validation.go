@@ -1,0 +1,79 @@
+// Package validation checks Koord plugin args. Errors name the field path as
+// written in the KubeSchedulerConfiguration, e.g. usageThresholds[cpu].
+package validation
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/koord-project/koord/apis/config"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+)
+
+// ValidateLoadAwareSchedulingArgs checks LoadAwareSchedulingArgs.
+func ValidateLoadAwareSchedulingArgs(path *field.Path, args *config.LoadAwareSchedulingArgs) error {
+	var errs field.ErrorList
+	if args.NodeMetricExpirationSeconds <= 0 {
+		errs = append(errs, field.Invalid(path.Child("nodeMetricExpirationSeconds"), args.NodeMetricExpirationSeconds, "must be greater than 0"))
+	}
+	errs = append(errs, validateRange(path.Child("resourceWeights"), args.ResourceWeights, 1, 100)...)
+	errs = append(errs, validateRange(path.Child("usageThresholds"), args.UsageThresholds, 0, 100)...)
+	errs = append(errs, validateRange(path.Child("prodUsageThresholds"), args.ProdUsageThresholds, 0, 100)...)
+	errs = append(errs, validateRange(path.Child("estimatedScalingFactors"), args.EstimatedScalingFactors, 1, 100)...)
+	switch args.ScoringStrategy {
+	case config.LeastUsed, config.MostUsed:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("scoringStrategy"), args.ScoringStrategy, []string{string(config.LeastUsed), string(config.MostUsed)}))
+	}
+	if a := args.Aggregated; a != nil {
+		p := path.Child("aggregated")
+		errs = append(errs, validateRange(p.Child("usageThresholds"), a.UsageThresholds, 0, 100)...)
+		errs = append(errs, validateAggregationType(p.Child("usageAggregationType"), a.UsageAggregationType)...)
+		errs = append(errs, validateAggregationType(p.Child("scoreAggregationType"), a.ScoreAggregationType)...)
+		if a.UsageAggregatedDuration.Duration < 0 {
+			errs = append(errs, field.Invalid(p.Child("usageAggregatedDuration"), a.UsageAggregatedDuration.String(), "must not be negative"))
+		}
+		if a.ScoreAggregatedDuration.Duration < 0 {
+			errs = append(errs, field.Invalid(p.Child("scoreAggregatedDuration"), a.ScoreAggregatedDuration.String(), "must not be negative"))
+		}
+	}
+	return errs.ToAggregate()
+}
+
+// validateRange checks each value of a per-resource map lies in [lo, hi], in
+// a stable order so the same config always reports the same first error.
+func validateRange(path *field.Path, m map[corev1.ResourceName]int64, lo, hi int64) field.ErrorList {
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	var errs field.ErrorList
+	for _, name := range names {
+		if v := m[corev1.ResourceName(name)]; v < lo || v > hi {
+			errs = append(errs, field.Invalid(path.Key(name), v, rangeMessage(lo, hi)))
+		}
+	}
+	return errs
+}
+
+func rangeMessage(lo, hi int64) string {
+	return fmt.Sprintf("must be in the range [%d, %d]", lo, hi)
+}
+
+func validateAggregationType(path *field.Path, t slov1alpha1.AggregationType) field.ErrorList {
+	if t == "" {
+		return nil
+	}
+	supported := make([]string, 0, len(slov1alpha1.AggregationTypes))
+	for _, s := range slov1alpha1.AggregationTypes {
+		if s == t {
+			return nil
+		}
+		supported = append(supported, string(s))
+	}
+	return field.ErrorList{field.NotSupported(path, t, supported)}
+}
