@@ -1,0 +1,139 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// NodeSpec describes a simulated node: no kubelet runs it, so it is created
+// Ready with the given capacity.
+type NodeSpec struct {
+	Name   string
+	CPU    string // e.g. "4"
+	Memory string // e.g. "32Gi"
+	Pods   string // e.g. "110"
+	Labels map[string]string
+}
+
+// CreateNode creates a Ready node with capacity = allocatable = spec.
+func (cp *ControlPlane) CreateNode(ctx context.Context, spec NodeSpec) (*corev1.Node, error) {
+	if spec.Pods == "" {
+		spec.Pods = "110"
+	}
+	res := corev1.ResourceList{}
+	for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: spec.CPU, corev1.ResourceMemory: spec.Memory, corev1.ResourcePods: spec.Pods} {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("node %s %s %q: %w", spec.Name, name, v, err)
+		}
+		res[name] = q
+	}
+	labels := map[string]string{corev1.LabelHostname: spec.Name}
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Labels: labels},
+		Status: corev1.NodeStatus{
+			Capacity:    res,
+			Allocatable: res,
+			Phase:       corev1.NodeRunning,
+		},
+	}
+	created, err := cp.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	// Status is a subresource: the create above drops it.
+	created.Status = node.Status
+	created.Status.Conditions = []corev1.NodeCondition{{
+		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+	}}
+	return cp.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+}
+
+// PodSpec describes a single-container pod.
+type PodSpec struct {
+	Namespace, Name string
+	SchedulerName   string
+	CPU, Memory     string // requests; empty for none
+	// Guaranteed sets limits equal to requests.
+	Guaranteed  bool
+	Labels      map[string]string
+	Annotations map[string]string
+	Priority    *int32
+}
+
+// MakePod builds the pod object for spec.
+func MakePod(spec PodSpec) (*corev1.Pod, error) {
+	if spec.Namespace == "" {
+		spec.Namespace = metav1.NamespaceDefault
+	}
+	req := corev1.ResourceList{}
+	for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: spec.CPU, corev1.ResourceMemory: spec.Memory} {
+		if v == "" {
+			continue
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s %s %q: %w", spec.Name, name, v, err)
+		}
+		req[name] = q
+	}
+	c := corev1.Container{Name: "main", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{Requests: req}}
+	if spec.Guaranteed {
+		c.Resources.Limits = req.DeepCopy()
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: spec.Namespace, Name: spec.Name, Labels: spec.Labels, Annotations: spec.Annotations},
+		Spec: corev1.PodSpec{
+			SchedulerName: spec.SchedulerName,
+			Containers:    []corev1.Container{c},
+			Priority:      spec.Priority,
+		},
+	}, nil
+}
+
+// CreatePod creates the pod for spec.
+func (cp *ControlPlane) CreatePod(ctx context.Context, spec PodSpec) (*corev1.Pod, error) {
+	pod, err := MakePod(spec)
+	if err != nil {
+		return nil, err
+	}
+	return cp.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+}
+
+// WaitForPodBound waits until the pod has a node and returns it.
+func (cp *ControlPlane) WaitForPodBound(ctx context.Context, namespace, name string, timeout time.Duration) (*corev1.Pod, error) {
+	var pod *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		p, err := cp.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		pod = p
+		return p.Spec.NodeName != "", nil
+	})
+	if err != nil {
+		return pod, fmt.Errorf("pod %s/%s not bound within %s: %w", namespace, name, timeout, err)
+	}
+	return pod, nil
+}
+
+// PodUnschedulableMessage returns the PodScheduled=False message the scheduler
+// wrote for a pod, or "" while it has written none.
+func PodUnschedulableMessage(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return c.Message
+		}
+	}
+	return ""
+}

@@ -1,0 +1,20 @@
+// Package manifests embeds the shipped manifests so that programs (the demo,
+// the in-process control plane) install exactly what operators install.
+package manifests
+
+import "embed"
+
+// CRDs holds manifests/crds/*.yaml.
+//
+//go:embed crds/*.yaml
+var CRDs embed.FS
+
+// SchedulerConfig is manifests/scheduler/koord-scheduler-config.yaml.
+//
+//go:embed scheduler/koord-scheduler-config.yaml
+var SchedulerConfig []byte
+
+// RBAC holds manifests/rbac/*.yaml.
+//
+//go:embed rbac/*.yaml
+var RBAC embed.FS

@@ -1,0 +1,29 @@
+// Package integration runs Koord against a real etcd and kube-apiserver in
+// this process (internal/controlplane), and the koord-scheduler binary against
+// the same.
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/koord-project/koord/internal/controlplane"
+)
+
+// startControlPlane starts a control plane that is stopped when the test ends.
+func startControlPlane(t *testing.T, opts controlplane.Options) *controlplane.ControlPlane {
+	t.Helper()
+	cp, err := controlplane.Start(t, opts)
+	if err != nil {
+		t.Fatalf("control plane: %v", err)
+	}
+	t.Cleanup(cp.Stop)
+	return cp
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
