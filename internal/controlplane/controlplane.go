@@ -94,7 +94,10 @@ func Start(tb ktesting.TB, opts Options) (cp *ControlPlane, err error) {
 	if cp.Client, err = kubernetes.NewForConfig(cp.Config); err != nil {
 		return nil, err
 	}
-	if cp.Koord, err = koordclient.NewForConfig(cp.Config); err != nil {
+	// CRDs are served as JSON only; the loopback config asks for protobuf.
+	crdConfig := rest.CopyConfig(cp.Config)
+	crdConfig.ContentType = "application/json"
+	if cp.Koord, err = koordclient.NewForConfig(crdConfig); err != nil {
 		return nil, err
 	}
 	cp.Kubeconfig = filepath.Join(dir, "admin.kubeconfig")
@@ -139,7 +142,9 @@ func (cp *ControlPlane) Endpoints() []string {
 func startEtcd(dir string) (*embed.Etcd, error) {
 	cfg := embed.NewConfig()
 	cfg.Dir = dir
-	cfg.LogLevel = "error"
+	// etcd logs an error for each listener it closes on shutdown; failures to
+	// start are returned by StartEtcd, and later ones surface in kube-apiserver.
+	cfg.LogLevel = "fatal"
 	// Test data need not survive a power cut; fsync makes every write slow.
 	cfg.UnsafeNoFsync = true
 	local, _ := url.Parse("http://127.0.0.1:0")
