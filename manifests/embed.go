@@ -18,3 +18,13 @@ var SchedulerConfig []byte
 //
 //go:embed rbac/*.yaml
 var RBAC embed.FS
+
+// PriorityClasses is manifests/priorityclasses.yaml.
+//
+//go:embed priorityclasses.yaml
+var PriorityClasses []byte
+
+// SampleWorkload is manifests/samples/workload.yaml.
+//
+//go:embed samples/workload.yaml
+var SampleWorkload []byte

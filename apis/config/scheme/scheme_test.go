@@ -1,0 +1,140 @@
+package scheme
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	kubeschedulerscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+
+	"github.com/koord-project/koord/apis/config"
+	"github.com/koord-project/koord/apis/config/validation"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+)
+
+// decode reads a KubeSchedulerConfiguration exactly as kube-scheduler does.
+func decode(t *testing.T, doc string) (*schedconfig.KubeSchedulerConfiguration, error) {
+	t.Helper()
+	obj, _, err := kubeschedulerscheme.Codecs.UniversalDecoder().Decode([]byte(doc), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*schedconfig.KubeSchedulerConfiguration), nil
+}
+
+func loadAwareArgs(t *testing.T, args string) *config.LoadAwareSchedulingArgs {
+	t.Helper()
+	cfg, err := decode(t, `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: koord-scheduler
+    pluginConfig:
+      - name: LoadAwareScheduling
+        args: `+args+"\n")
+	if err != nil {
+		t.Fatalf("decoding: %v", err)
+	}
+	got, ok := cfg.Profiles[0].PluginConfig[0].Args.(*config.LoadAwareSchedulingArgs)
+	if !ok {
+		t.Fatalf("args decoded as %T, want *config.LoadAwareSchedulingArgs", cfg.Profiles[0].PluginConfig[0].Args)
+	}
+	return got
+}
+
+func TestLoadAwareSchedulingArgsDefaults(t *testing.T) {
+	got := loadAwareArgs(t, "{}")
+	want := &config.LoadAwareSchedulingArgs{
+		FilterExpiredNodeMetrics:             true,
+		NodeMetricExpirationSeconds:          180,
+		EnableScheduleWhenNodeMetricsExpired: false,
+		ResourceWeights:                      map[corev1.ResourceName]int64{corev1.ResourceCPU: 1, corev1.ResourceMemory: 1},
+		UsageThresholds:                      map[corev1.ResourceName]int64{corev1.ResourceCPU: 65, corev1.ResourceMemory: 95},
+		EstimatedScalingFactors:              map[corev1.ResourceName]int64{corev1.ResourceCPU: 85, corev1.ResourceMemory: 70},
+		ScoringStrategy:                      config.LeastUsed,
+	}
+	if diff := cmp.Diff(want, got, cmp.FilterPath(func(p cmp.Path) bool { return p.String() == "TypeMeta" }, cmp.Ignore())); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	if err := validation.ValidateLoadAwareSchedulingArgs(field.NewPath("args"), got); err != nil {
+		t.Errorf("defaults do not validate: %v", err)
+	}
+}
+
+func TestLoadAwareSchedulingArgsExplicit(t *testing.T) {
+	got := loadAwareArgs(t, `
+          filterExpiredNodeMetrics: false
+          usageThresholds: {cpu: 0}
+          estimatedScalingFactors: {cpu: 100}
+          scoringStrategy: MostUsed
+          aggregated:
+            usageThresholds: {cpu: 80}
+            usageAggregationType: p95
+            usageAggregatedDuration: 5m
+            scoreAggregationType: avg`)
+	if got.FilterExpiredNodeMetrics {
+		t.Error("filterExpiredNodeMetrics: false was overridden by the default")
+	}
+	// An explicit map replaces the default map; 0 disables a resource.
+	if diff := cmp.Diff(map[corev1.ResourceName]int64{corev1.ResourceCPU: 0}, got.UsageThresholds); diff != "" {
+		t.Errorf("usageThresholds: %s", diff)
+	}
+	// Scaling factors are defaulted per resource.
+	if diff := cmp.Diff(map[corev1.ResourceName]int64{corev1.ResourceCPU: 100, corev1.ResourceMemory: 70}, got.EstimatedScalingFactors); diff != "" {
+		t.Errorf("estimatedScalingFactors: %s", diff)
+	}
+	want := &config.LoadAwareSchedulingAggregatedArgs{
+		UsageThresholds:         map[corev1.ResourceName]int64{corev1.ResourceCPU: 80},
+		UsageAggregationType:    slov1alpha1.P95,
+		UsageAggregatedDuration: metav1.Duration{Duration: 5 * time.Minute},
+		ScoreAggregationType:    slov1alpha1.AVG,
+	}
+	if diff := cmp.Diff(want, got.Aggregated); diff != "" {
+		t.Errorf("aggregated: %s", diff)
+	}
+	if got.ScoringStrategy != config.MostUsed {
+		t.Errorf("scoringStrategy = %q", got.ScoringStrategy)
+	}
+}
+
+func TestLoadAwareSchedulingArgsValidation(t *testing.T) {
+	cases := map[string]string{
+		"{usageThresholds: {cpu: 101}}":                "args.usageThresholds[cpu]",
+		"{prodUsageThresholds: {memory: -1}}":          "args.prodUsageThresholds[memory]",
+		"{resourceWeights: {cpu: 0}}":                  "args.resourceWeights[cpu]",
+		"{estimatedScalingFactors: {memory: 0}}":       "args.estimatedScalingFactors[memory]",
+		"{nodeMetricExpirationSeconds: 0}":             "args.nodeMetricExpirationSeconds",
+		"{scoringStrategy: Balanced}":                  "args.scoringStrategy",
+		"{aggregated: {usageAggregationType: p42}}":    "args.aggregated.usageAggregationType",
+		"{aggregated: {usageThresholds: {cpu: 200}}}":  "args.aggregated.usageThresholds[cpu]",
+		"{aggregated: {scoreAggregatedDuration: -1m}}": "args.aggregated.scoreAggregatedDuration",
+	}
+	for args, field_ := range cases {
+		err := validation.ValidateLoadAwareSchedulingArgs(field.NewPath("args"), loadAwareArgs(t, args))
+		if err == nil {
+			t.Errorf("%s: accepted", args)
+			continue
+		}
+		if got := err.Error(); len(got) < len(field_) || got[:len(field_)] != field_ {
+			t.Errorf("%s: error %q should start with the field %s", args, got, field_)
+		}
+	}
+}
+
+func TestStrictDecoding(t *testing.T) {
+	_, err := decode(t, `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - pluginConfig:
+      - name: LoadAwareScheduling
+        args: {usageThreshold: {cpu: 50}}
+`)
+	if err == nil {
+		t.Fatal("a misspelt field was accepted")
+	}
+}

@@ -1,0 +1,201 @@
+// Command koord-demo starts a control plane and koord-scheduler in this
+// process, builds a small simulated cluster, submits the sample co-located
+// workload and prints where every pod went and why. With DEMO_KEEP=1 (or
+// --keep) it then keeps running and prints a kubeconfig for kubectl.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/manifests"
+)
+
+func main() {
+	keep := flag.Bool("keep", os.Getenv("DEMO_KEEP") == "1", "keep the control plane running after the demo (also DEMO_KEEP=1)")
+	flag.Parse()
+	if err := run(*keep); err != nil {
+		fmt.Fprintf(os.Stderr, "koord-demo: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// demoNodes is the simulated cluster. The batch resources are what
+// koord-manager publishes on real nodes: capacity that services reserved but
+// do not use.
+var demoNodes = []struct {
+	name, cpu, memory, batchCPU, batchMemory string
+}{
+	{"node-a", "8", "32Gi", "6000", "16Gi"},
+	{"node-b", "16", "64Gi", "10000", "24Gi"},
+	{"node-c", "4", "16Gi", "0", "0"},
+}
+
+func run(keep bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	// Control-plane logs go to a file: the terminal is for the results.
+	logDir, err := os.MkdirTemp("", "koord-demo-logs-")
+	if err != nil {
+		return err
+	}
+	logFile := filepath.Join(logDir, "control-plane.log")
+	f, err := os.Create(logFile)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	klog.LogToStderr(false)
+	klog.SetOutput(f)
+	// klog copies errors to stderr whatever the output; the file has them.
+	if fl := flag.Lookup("stderrthreshold"); fl != nil {
+		_ = fl.Value.Set("FATAL")
+	}
+	if fl := flag.Lookup("legacy_stderr_threshold_behavior"); fl != nil {
+		_ = fl.Value.Set("false")
+	}
+
+	start := time.Now()
+	fmt.Println("Starting etcd, kube-apiserver (with Koord CRDs) and koord-scheduler in this process...")
+	tb := controlplane.NewProcessTB("koord-demo")
+	defer tb.Close()
+	cp, err := controlplane.Start(tb, controlplane.Options{})
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	sched, err := cp.StartScheduler(ctx, manifests.SchedulerConfig)
+	if err != nil {
+		return fmt.Errorf("koord-scheduler: %w", err)
+	}
+	defer sched.Stop()
+	fmt.Printf("Control plane ready in %s (logs: %s)\n\n", time.Since(start).Round(100*time.Millisecond), logFile)
+
+	for _, n := range demoNodes {
+		node, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: n.name, CPU: n.cpu, Memory: n.memory})
+		if err != nil {
+			return err
+		}
+		if err := addBatchCapacity(ctx, cp, node, n.batchCPU, n.batchMemory); err != nil {
+			return err
+		}
+	}
+	printNodes(ctx, cp)
+
+	if err := cp.Apply(ctx, manifests.PriorityClasses); err != nil {
+		return err
+	}
+	if err := cp.Apply(ctx, manifests.SampleWorkload); err != nil {
+		return err
+	}
+	fmt.Println("\nSubmitted manifests/samples/workload.yaml; waiting for koord-scheduler to decide...")
+	if err := waitForDecisions(ctx, cp); err != nil {
+		return err
+	}
+	if err := printPlacements(ctx, cp); err != nil {
+		return err
+	}
+	if err := sched.Err(); err != nil {
+		return err
+	}
+
+	if keep {
+		fmt.Printf("\nThe control plane keeps running. Try:\n  kubectl --kubeconfig %s get pods -o wide\nPress Ctrl-C to stop.\n", cp.Kubeconfig)
+		<-ctx.Done()
+	}
+	return nil
+}
+
+func addBatchCapacity(ctx context.Context, cp *controlplane.ControlPlane, node *corev1.Node, cpu, memory string) error {
+	for name, v := range map[corev1.ResourceName]string{extension.BatchCPU: cpu, extension.BatchMemory: memory} {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return err
+		}
+		node.Status.Capacity[name] = q
+		node.Status.Allocatable[name] = q
+	}
+	_, err := cp.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	return err
+}
+
+// waitForDecisions waits until every koord-scheduler pod is bound or has been
+// found unschedulable.
+func waitForDecisions(ctx context.Context, cp *controlplane.ControlPlane) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := cp.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Spec.SchedulerName == "koord-scheduler" && p.Spec.NodeName == "" && controlplane.PodUnschedulableMessage(p) == "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func printNodes(ctx context.Context, cp *controlplane.ControlPlane) {
+	nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tCPU\tMEMORY\tBATCH-CPU\tBATCH-MEMORY")
+	for _, n := range nodes.Items {
+		a := n.Status.Allocatable
+		bc, bm := a[extension.BatchCPU], a[extension.BatchMemory]
+		fmt.Fprintf(w, "%s\t%s\t%s\t%dm\t%s\n", n.Name, a.Cpu(), a.Memory(), bc.Value(), bm.String())
+	}
+	w.Flush()
+}
+
+func printPlacements(ctx context.Context, cp *controlplane.ControlPlane) error {
+	pods, err := cp.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "POD\tQOS\tPRIORITY\tSCHEDULER\tNODE\tREASON")
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		qos, qosErr := extension.GetPodQoSClass(p)
+		qosText := string(qos)
+		if qosErr != nil {
+			qosText += " (bad label)"
+		}
+		prio := string(extension.PodPriorityClass(p.Spec.Priority))
+		if prio == "" {
+			prio = "-"
+		}
+		node, reason := p.Spec.NodeName, ""
+		switch {
+		case node != "":
+		case p.Spec.SchedulerName != "koord-scheduler":
+			node, reason = "<pending>", "left to "+p.Spec.SchedulerName
+		default:
+			node, reason = "<pending>", controlplane.PodUnschedulableMessage(p)
+		}
+		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, qosText, prio, p.Spec.SchedulerName, node, reason)
+	}
+	return w.Flush()
+}
