@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/koord-project/koord/apis/extension"
@@ -105,7 +104,7 @@ func run(keep bool) error {
 		return err
 	}
 	fmt.Println("\nSubmitted manifests/samples/workload.yaml; waiting for koord-scheduler to decide...")
-	if err := waitForDecisions(ctx, cp); err != nil {
+	if err := cp.WaitForDecisions(ctx, "koord-scheduler", time.Minute); err != nil {
 		return err
 	}
 	if err := printPlacements(ctx, cp); err != nil {
@@ -133,24 +132,6 @@ func addBatchCapacity(ctx context.Context, cp *controlplane.ControlPlane, node *
 	}
 	_, err := cp.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 	return err
-}
-
-// waitForDecisions waits until every koord-scheduler pod is bound or has been
-// found unschedulable.
-func waitForDecisions(ctx context.Context, cp *controlplane.ControlPlane) error {
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := cp.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if p.Spec.SchedulerName == "koord-scheduler" && p.Spec.NodeName == "" && controlplane.PodUnschedulableMessage(p) == "" {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
 }
 
 func printNodes(ctx context.Context, cp *controlplane.ControlPlane) {

@@ -137,3 +137,27 @@ func PodUnschedulableMessage(pod *corev1.Pod) string {
 	}
 	return ""
 }
+
+// WaitForDecisions waits until the scheduler has decided on every one of its
+// pods: each is bound or marked unschedulable with a reason.
+func (cp *ControlPlane) WaitForDecisions(ctx context.Context, schedulerName string, timeout time.Duration) error {
+	var undecided []string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		pods, err := cp.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		undecided = undecided[:0]
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Spec.SchedulerName == schedulerName && p.Spec.NodeName == "" && PodUnschedulableMessage(p) == "" {
+				undecided = append(undecided, p.Namespace+"/"+p.Name)
+			}
+		}
+		return len(undecided) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s has not decided on %v: %w", schedulerName, undecided, err)
+	}
+	return nil
+}
