@@ -60,15 +60,15 @@ func run(keep bool) error {
 		return err
 	}
 	defer f.Close()
-	klog.LogToStderr(false)
+	// klog also copies errors to stderr unless told otherwise; the file has them.
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	for name, value := range map[string]string{"logtostderr": "false", "legacy_stderr_threshold_behavior": "false", "stderrthreshold": "FATAL"} {
+		if err := klogFlags.Set(name, value); err != nil {
+			return err
+		}
+	}
 	klog.SetOutput(f)
-	// klog copies errors to stderr whatever the output; the file has them.
-	if fl := flag.Lookup("stderrthreshold"); fl != nil {
-		_ = fl.Value.Set("FATAL")
-	}
-	if fl := flag.Lookup("legacy_stderr_threshold_behavior"); fl != nil {
-		_ = fl.Value.Set("false")
-	}
 
 	start := time.Now()
 	fmt.Println("Starting etcd, kube-apiserver (with Koord CRDs) and koord-scheduler in this process...")
