@@ -91,15 +91,7 @@ func TestBinaryVersion(t *testing.T) {
 
 func TestBinaryRejectsInvalidArgs(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "bad.yaml")
-	if err := os.WriteFile(config, []byte(`
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-  - schedulerName: koord-scheduler
-    pluginConfig:
-      - name: LoadAwareScheduling
-        args: {estimatedScalingFactors: {cpu: 0}}
-`), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte(loadAwareConfig("{estimatedScalingFactors: {cpu: 0}}")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(koordSchedulerBinary(t), "--config", config).CombinedOutput()

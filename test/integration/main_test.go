@@ -38,3 +38,27 @@ func mustQuantity(t *testing.T, s string) *resource.Quantity {
 	}
 	return &q
 }
+
+// startScheduler runs koord-scheduler in-process until the test ends.
+func startScheduler(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, config []byte) *controlplane.Scheduler {
+	t.Helper()
+	sched, err := cp.StartScheduler(ctx, config)
+	if err != nil {
+		t.Fatalf("starting koord-scheduler: %v", err)
+	}
+	t.Cleanup(sched.Stop)
+	return sched
+}
+
+// loadAwareConfig is a koord-scheduler profile with the given
+// LoadAwareScheduling args (a YAML flow mapping).
+func loadAwareConfig(args string) string {
+	return `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: koord-scheduler
+    pluginConfig:
+      - name: LoadAwareScheduling
+        args: ` + args + "\n"
+}

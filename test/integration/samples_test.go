@@ -17,11 +17,7 @@ import (
 func TestSampleWorkload(t *testing.T) {
 	ctx := testContext(t)
 	cp := startControlPlane(t, controlplane.Options{})
-	sched, err := cp.StartScheduler(ctx, manifests.SchedulerConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sched.Stop)
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
 	node, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "node-1", CPU: "16", Memory: "64Gi"})
 	if err != nil {
 		t.Fatal(err)

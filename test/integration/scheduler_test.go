@@ -13,28 +13,14 @@ import (
 
 // The shipped configuration with valid LoadAwareScheduling args added: they
 // must decode into typed args (the scheduler would reject the file otherwise).
-const configWithArgs = `
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-  - schedulerName: koord-scheduler
-    pluginConfig:
-      - name: LoadAwareScheduling
-        args:
-          usageThresholds: {cpu: 70, memory: 90}
-          scoringStrategy: MostUsed
-`
+var configWithArgs = loadAwareConfig("{usageThresholds: {cpu: 70, memory: 90}, scoringStrategy: MostUsed}")
 
 func TestSchedulesOnlyKoordPods(t *testing.T) {
 	for name, config := range map[string][]byte{"shipped config": manifests.SchedulerConfig, "config with plugin args": []byte(configWithArgs)} {
 		t.Run(name, func(t *testing.T) {
 			ctx := testContext(t)
 			cp := startControlPlane(t, controlplane.Options{})
-			sched, err := cp.StartScheduler(ctx, config)
-			if err != nil {
-				t.Fatalf("starting koord-scheduler: %v", err)
-			}
-			t.Cleanup(sched.Stop)
+			sched := startScheduler(t, ctx, cp, config)
 
 			for _, n := range []string{"node-a", "node-b"} {
 				if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: n, CPU: "4", Memory: "16Gi"}); err != nil {
@@ -73,11 +59,7 @@ func TestSchedulesOnlyKoordPods(t *testing.T) {
 func TestUnschedulablePodGetsReason(t *testing.T) {
 	ctx := testContext(t)
 	cp := startControlPlane(t, controlplane.Options{})
-	sched, err := cp.StartScheduler(ctx, manifests.SchedulerConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sched.Stop)
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
 	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "small", CPU: "2", Memory: "4Gi"}); err != nil {
 		t.Fatal(err)
 	}
@@ -106,23 +88,14 @@ func TestInvalidPluginArgsRejectedAtStart(t *testing.T) {
 	ctx := testContext(t)
 	cp := startControlPlane(t, controlplane.Options{})
 	cases := map[string]struct{ args, want string }{
-		"out of range":  {"usageThresholds: {cpu: 150}", "usageThresholds[cpu]"},
-		"unknown field": {"usageThreshold: {cpu: 50}", `unknown field "usageThreshold"`},
-		"wrong type":    {"nodeMetricExpirationSeconds: soon", "nodeMetricExpirationSeconds"},
-		"bad strategy":  {"scoringStrategy: Random", "scoringStrategy"},
+		"out of range":  {"{usageThresholds: {cpu: 150}}", "usageThresholds[cpu]"},
+		"unknown field": {"{usageThreshold: {cpu: 50}}", `unknown field "usageThreshold"`},
+		"wrong type":    {"{nodeMetricExpirationSeconds: soon}", "nodeMetricExpirationSeconds"},
+		"bad strategy":  {"{scoringStrategy: Random}", "scoringStrategy"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			config := `
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-  - schedulerName: koord-scheduler
-    pluginConfig:
-      - name: LoadAwareScheduling
-        args:
-          ` + tc.args + "\n"
-			sched, err := cp.StartScheduler(ctx, []byte(config))
+			sched, err := cp.StartScheduler(ctx, []byte(loadAwareConfig(tc.args)))
 			if err == nil {
 				sched.Stop()
 				t.Fatal("koord-scheduler started with invalid args")
