@@ -24,6 +24,7 @@ func TestTeardownLeavesNothing(t *testing.T) {
 	// the second must leave nothing behind at all.
 	runOnce(t, "first", &endpoints, &dir)
 	before := goleak.IgnoreCurrent()
+	tmpBefore := tempEntries(t)
 	runOnce(t, "second", &endpoints, &dir)
 	if len(endpoints) == 0 {
 		t.Fatal("control plane did not start")
@@ -37,6 +38,11 @@ func TestTeardownLeavesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("state directory %s left behind (%v)", dir, err)
+	}
+	for name := range tempEntries(t) {
+		if !tmpBefore[name] {
+			t.Errorf("%s left behind in %s", name, os.TempDir())
+		}
 	}
 	// client-go keeps a certificate-rotation worker per client TLS config in
 	// its global transport cache; that is client-go's, not ours, and its work
@@ -84,4 +90,23 @@ func runOnce(t *testing.T, name string, endpoints *[]string, dir *string) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// tempEntries lists what the control plane may create in the temporary
+// directory (kube-apiserver keeps its certificates and keys there); other
+// programs on the machine may write there too, so only these names count.
+func tempEntries(t *testing.T) map[string]bool {
+	entries, err := os.ReadDir(os.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, e := range entries {
+		for _, prefix := range []string{"kubernetes-kube-apiserver", "insecure_test_key", "koord-controlplane-"} {
+			if strings.HasPrefix(e.Name(), prefix) {
+				names[e.Name()] = true
+			}
+		}
+	}
+	return names
 }
