@@ -6,9 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
 
 // NodeSpec describes a simulated node: no kubelet runs it, so it is created
@@ -160,4 +163,40 @@ func (cp *ControlPlane) WaitForDecisions(ctx context.Context, schedulerName stri
 		return fmt.Errorf("%s has not decided on %v: %w", schedulerName, undecided, err)
 	}
 	return nil
+}
+
+// ReportNodeMetric writes a node's NodeMetric as koordlet would: the object
+// (created when missing) and its status with the node usage, the pods' usage
+// and the time of the report.
+func (cp *ControlPlane) ReportNodeMetric(ctx context.Context, node string, usage corev1.ResourceList, updated time.Time, pods ...*slov1alpha1.PodMetricInfo) error {
+	client := cp.Koord.SloV1alpha1().NodeMetrics()
+	nm, err := client.Get(ctx, node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		nm, err = client.Create(ctx, &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	nm.Status = slov1alpha1.NodeMetricStatus{
+		UpdateTime: &metav1.Time{Time: updated},
+		NodeMetric: &slov1alpha1.NodeMetricInfo{NodeUsage: slov1alpha1.ResourceMap{ResourceList: usage}},
+		PodsMetric: pods,
+	}
+	_, err = client.UpdateStatus(ctx, nm, metav1.UpdateOptions{})
+	return err
+}
+
+// PodsByNode counts the bound pods of a scheduler per node.
+func (cp *ControlPlane) PodsByNode(ctx context.Context, schedulerName string) (map[string]int, error) {
+	pods, err := cp.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for _, p := range pods.Items {
+		if p.Spec.SchedulerName == schedulerName && p.Spec.NodeName != "" {
+			counts[p.Spec.NodeName]++
+		}
+	}
+	return counts, nil
 }

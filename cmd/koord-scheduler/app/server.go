@@ -15,6 +15,7 @@ import (
 	// Registers the Koord plugin args in kube-scheduler's schemes.
 	_ "github.com/koord-project/koord/apis/config/scheme"
 	"github.com/koord-project/koord/apis/config/validation"
+	"github.com/koord-project/koord/pkg/plugins/loadaware"
 	"github.com/koord-project/koord/pkg/version"
 )
 
@@ -24,7 +25,9 @@ const Name = "koord-scheduler"
 // Plugins are the out-of-tree plugins compiled into koord-scheduler. Each
 // issue that implements a plugin adds it here.
 func Plugins() []kubeschedulerapp.Option {
-	return []kubeschedulerapp.Option{}
+	return []kubeschedulerapp.Option{
+		kubeschedulerapp.WithPlugin(loadaware.Name, loadaware.New),
+	}
 }
 
 // NewSchedulerCommand returns the koord-scheduler command.

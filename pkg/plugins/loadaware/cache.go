@@ -1,0 +1,240 @@
+package loadaware
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/koord-project/koord/apis/config"
+	"github.com/koord-project/koord/apis/extension"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+)
+
+// defaultReportInterval is koordlet's default when a NodeMetric names none.
+const defaultReportInterval = 60 * time.Second
+
+// podRecord is a pod assigned to a node, by a binding the scheduler saw or by
+// its own Reserve.
+type podRecord struct {
+	namespace, name string
+	prod            bool
+	estimate        vector
+	// since is when the pod was bound (or assumed): a metric reported less
+	// than one report interval after it cannot reflect the pod yet.
+	since time.Time
+}
+
+// nodeEstimate is what Filter and Score read: everything is summed up front
+// when an event arrives, so that the per-node calls only compare numbers.
+type nodeEstimate struct {
+	updateTime time.Time
+	// filterUsage and scoreUsage are the measured usage (latest or the chosen
+	// aggregation) plus the estimates of pods the metric cannot reflect yet.
+	filterUsage, scoreUsage vector
+	// prodUsage is the same for prod pods only.
+	prodUsage vector
+}
+
+// nodeState is everything known about one node.
+type nodeState struct {
+	metric *slov1alpha1.NodeMetric
+	pods   map[types.UID]*podRecord
+	est    *nodeEstimate // nil without a NodeMetric
+	// thresholdsParsed caches the usage-thresholds annotation by its raw value.
+	thresholdsRaw    string
+	thresholdsParsed *nodeThresholds
+}
+
+// usageCache holds the per-node state, fed by NodeMetric and pod events and by
+// Reserve/Unreserve. Reads (Filter, Score) take the read lock only.
+type usageCache struct {
+	mu        sync.RWMutex
+	nodes     map[string]*nodeState
+	podNode   map[types.UID]string
+	resources []corev1.ResourceName
+	args      *config.LoadAwareSchedulingArgs
+	now       func() time.Time
+}
+
+func newCache(args *config.LoadAwareSchedulingArgs, resources []corev1.ResourceName, now func() time.Time) *usageCache {
+	return &usageCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, resources: resources, args: args, now: now}
+}
+
+func (c *usageCache) node(name string) *nodeState {
+	n := c.nodes[name]
+	if n == nil {
+		n = &nodeState{pods: map[types.UID]*podRecord{}}
+		c.nodes[name] = n
+	}
+	return n
+}
+
+// setMetric records a node's NodeMetric (nil when deleted).
+func (c *usageCache) setMetric(nodeName string, m *slov1alpha1.NodeMetric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.node(nodeName)
+	n.metric = m
+	c.refresh(n)
+}
+
+// assign records a pod on a node. since is kept from an earlier record of the
+// same pod on the same node, so that an update does not make it "new" again.
+func (c *usageCache) assign(pod *corev1.Pod, nodeName string, since time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.podNode[pod.UID]; ok && prev != nodeName {
+		c.removeLocked(pod.UID)
+	}
+	n := c.node(nodeName)
+	if rec, ok := n.pods[pod.UID]; ok {
+		since = rec.since
+	}
+	n.pods[pod.UID] = &podRecord{
+		namespace: pod.Namespace,
+		name:      pod.Name,
+		prod:      extension.PodPriorityClass(pod.Spec.Priority) == extension.PriorityProd,
+		estimate:  estimatePod(pod, c.resources, c.args.EstimatedScalingFactors),
+		since:     since,
+	}
+	c.podNode[pod.UID] = nodeName
+	c.refresh(n)
+}
+
+// remove forgets a pod (deleted, finished, or unreserved).
+func (c *usageCache) remove(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeLocked(uid)
+}
+
+func (c *usageCache) removeLocked(uid types.UID) {
+	nodeName, ok := c.podNode[uid]
+	if !ok {
+		return
+	}
+	delete(c.podNode, uid)
+	if n := c.nodes[nodeName]; n != nil {
+		delete(n.pods, uid)
+		c.refresh(n)
+		if n.metric == nil && len(n.pods) == 0 && n.thresholdsRaw == "" {
+			delete(c.nodes, nodeName)
+		}
+	}
+}
+
+// refresh recomputes a node's estimate; the caller holds the write lock.
+func (c *usageCache) refresh(n *nodeState) {
+	m := n.metric
+	if m == nil || m.Status.NodeMetric == nil || m.Status.UpdateTime == nil {
+		n.est = nil
+		return
+	}
+	latest := c.vectorOf(m.Status.NodeMetric.NodeUsage)
+	est := &nodeEstimate{updateTime: m.Status.UpdateTime.Time, filterUsage: latest, scoreUsage: latest}
+	if a := c.args.Aggregated; a != nil {
+		if a.UsageAggregationType != "" {
+			if usage, ok := aggregated(m, a.UsageAggregationType, a.UsageAggregatedDuration); ok {
+				est.filterUsage = c.vectorOf(usage)
+			}
+		}
+		if a.ScoreAggregationType != "" {
+			if usage, ok := aggregated(m, a.ScoreAggregationType, a.ScoreAggregatedDuration); ok {
+				est.scoreUsage = c.vectorOf(usage)
+			}
+		}
+	}
+	// Copy before adding: filterUsage and scoreUsage may share latest.
+	est.filterUsage = append(vector(nil), est.filterUsage...)
+	est.scoreUsage = append(vector(nil), est.scoreUsage...)
+	est.prodUsage = make(vector, len(c.resources))
+
+	reported := make(map[types.NamespacedName]vector, len(m.Status.PodsMetric))
+	for _, pm := range m.Status.PodsMetric {
+		if pm == nil {
+			continue
+		}
+		v := c.vectorOf(pm.PodUsage)
+		reported[types.NamespacedName{Namespace: pm.Namespace, Name: pm.Name}] = v
+		if pm.Priority == extension.PriorityProd {
+			est.prodUsage.add(v)
+		}
+	}
+
+	// A pod bound after this point may have started after koordlet sampled.
+	interval := defaultReportInterval
+	if p := m.Spec.CollectPolicy; p != nil && p.ReportIntervalSeconds != nil && *p.ReportIntervalSeconds > 0 {
+		interval = time.Duration(*p.ReportIntervalSeconds) * time.Second
+	}
+	horizon := est.updateTime.Add(-interval)
+	extra := make(vector, len(c.resources))
+	for _, rec := range n.pods {
+		seen, inMetric := reported[types.NamespacedName{Namespace: rec.namespace, Name: rec.name}]
+		if inMetric && !rec.since.After(horizon) {
+			continue
+		}
+		for i := range extra {
+			d := rec.estimate[i]
+			if inMetric {
+				d -= seen[i]
+			}
+			if d > 0 {
+				extra[i] += d
+				if rec.prod {
+					est.prodUsage[i] += d
+				}
+			}
+		}
+	}
+	est.filterUsage.add(extra)
+	est.scoreUsage.add(extra)
+	n.est = est
+}
+
+func (c *usageCache) vectorOf(m slov1alpha1.ResourceMap) vector {
+	v := make(vector, len(c.resources))
+	for i, name := range c.resources {
+		if q, ok := m.ResourceList[name]; ok {
+			v[i] = amount(name, q)
+		}
+	}
+	return v
+}
+
+// aggregated picks a statistic from the aggregation window of the given
+// length, or from the longest window when the length is zero.
+func aggregated(m *slov1alpha1.NodeMetric, t slov1alpha1.AggregationType, d metav1.Duration) (slov1alpha1.ResourceMap, bool) {
+	var best *slov1alpha1.AggregatedUsage
+	for i := range m.Status.NodeMetric.AggregatedNodeUsages {
+		a := &m.Status.NodeMetric.AggregatedNodeUsages[i]
+		if d.Duration > 0 {
+			if a.Duration.Duration == d.Duration {
+				best = a
+				break
+			}
+			continue
+		}
+		if best == nil || a.Duration.Duration > best.Duration.Duration {
+			best = a
+		}
+	}
+	if best == nil {
+		return slov1alpha1.ResourceMap{}, false
+	}
+	usage, ok := best.Usage[t]
+	return usage, ok
+}
+
+// estimate returns the node's estimate (nil without a usable NodeMetric).
+// The returned value is never mutated after publication.
+func (c *usageCache) estimate(nodeName string) *nodeEstimate {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if n := c.nodes[nodeName]; n != nil {
+		return n.est
+	}
+	return nil
+}

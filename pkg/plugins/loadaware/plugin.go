@@ -1,0 +1,395 @@
+// Package loadaware implements LoadAwareScheduling: pods avoid nodes that are
+// actually busy, as koordlet measures them in NodeMetric, rather than nodes
+// whose requests are high. See README.md.
+package loadaware
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/koord-project/koord/apis/config"
+	"github.com/koord-project/koord/apis/config/validation"
+	"github.com/koord-project/koord/apis/extension"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
+	"github.com/koord-project/koord/pkg/plugins/koordclient"
+)
+
+// Name is the plugin's registered name.
+const Name = "LoadAwareScheduling"
+
+const stateKey fwk.StateKey = Name
+
+// nodeMetricEvent is how the scheduler names NodeMetric events (resource.version.group).
+const nodeMetricEvent fwk.EventResource = "nodemetrics.v1alpha1.slo.koordinator.sh"
+
+var (
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.FilterPlugin      = &Plugin{}
+	_ fwk.PreScorePlugin    = &Plugin{}
+	_ fwk.ScorePlugin       = &Plugin{}
+	_ fwk.ReservePlugin     = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+)
+
+// Plugin is LoadAwareScheduling.
+type Plugin struct {
+	handle    fwk.Handle
+	args      *config.LoadAwareSchedulingArgs
+	cache     *usageCache
+	resources []corev1.ResourceName
+	// Thresholds as vectors aligned with resources; 0 means not checked.
+	usageThresholds, prodThresholds []int64
+	weights                         []int64
+	weightSum                       int64
+	expiration                      time.Duration
+	now                             func() time.Time
+}
+
+// Name returns the plugin's name.
+func (p *Plugin) Name() string { return Name }
+
+// New builds the plugin from its typed args and starts watching NodeMetrics
+// and assigned pods, so that its view is rebuilt from the API server on start.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, ok := obj.(*config.LoadAwareSchedulingArgs)
+	if !ok {
+		return nil, fmt.Errorf("want args of type LoadAwareSchedulingArgs, got %T", obj)
+	}
+	if err := validation.ValidateLoadAwareSchedulingArgs(nil, args); err != nil {
+		return nil, err
+	}
+	p := newPlugin(args, h, time.Now)
+
+	client, err := koordclient.New(h.KubeConfig())
+	if err != nil {
+		return nil, err
+	}
+	factory := koordinformers.NewSharedInformerFactory(client, 0)
+	nmInformer := factory.Slo().V1alpha1().NodeMetrics().Informer()
+	if _, err := nmInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.onNodeMetric(obj, false) },
+		UpdateFunc: func(_, obj any) { p.onNodeMetric(obj, false) },
+		DeleteFunc: func(obj any) { p.onNodeMetric(obj, true) },
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    p.onPod,
+		UpdateFunc: func(_, obj any) { p.onPod(obj) },
+		DeleteFunc: p.onPodDelete,
+	}); err != nil {
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), nmInformer.HasSynced) {
+		return nil, fmt.Errorf("%s: NodeMetric informer did not sync", Name)
+	}
+	return p, nil
+}
+
+func newPlugin(args *config.LoadAwareSchedulingArgs, h fwk.Handle, now func() time.Time) *Plugin {
+	// Track every resource any weight or threshold names, cpu and memory first.
+	seen := map[corev1.ResourceName]bool{}
+	var resources []corev1.ResourceName
+	addAll := func(names ...corev1.ResourceName) {
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				resources = append(resources, n)
+			}
+		}
+	}
+	addAll(corev1.ResourceCPU, corev1.ResourceMemory)
+	for _, m := range []map[corev1.ResourceName]int64{args.ResourceWeights, args.UsageThresholds, args.ProdUsageThresholds} {
+		addAll(sortedNames(m)...)
+	}
+	if args.Aggregated != nil {
+		addAll(sortedNames(args.Aggregated.UsageThresholds)...)
+	}
+	p := &Plugin{
+		handle:     h,
+		args:       args,
+		resources:  resources,
+		expiration: time.Duration(args.NodeMetricExpirationSeconds) * time.Second,
+		now:        now,
+	}
+	thresholds := args.UsageThresholds
+	if args.Aggregated != nil && len(args.Aggregated.UsageThresholds) > 0 {
+		thresholds = args.Aggregated.UsageThresholds
+	}
+	p.usageThresholds = p.align(thresholds)
+	p.prodThresholds = p.align(args.ProdUsageThresholds)
+	p.weights = p.align(args.ResourceWeights)
+	for _, w := range p.weights {
+		p.weightSum += w
+	}
+	p.cache = newCache(args, resources, now)
+	return p
+}
+
+func (p *Plugin) align(m map[corev1.ResourceName]int64) []int64 {
+	v := make([]int64, len(p.resources))
+	for i, name := range p.resources {
+		v[i] = m[name]
+	}
+	return v
+}
+
+// podState is computed once per scheduling cycle, in PreFilter.
+type podState struct {
+	estimate  vector
+	prod      bool
+	daemonSet bool
+}
+
+func (s *podState) Clone() fwk.StateData { return s }
+
+func (p *Plugin) computePodState(pod *corev1.Pod) *podState {
+	s := &podState{
+		estimate: estimatePod(pod, p.resources, p.args.EstimatedScalingFactors),
+		prod:     extension.PodPriorityClass(pod.Spec.Priority) == extension.PriorityProd,
+	}
+	for _, ref := range pod.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "DaemonSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String() {
+			s.daemonSet = true
+		}
+	}
+	return s
+}
+
+func (p *Plugin) podState(state fwk.CycleState, pod *corev1.Pod) *podState {
+	if d, err := state.Read(stateKey); err == nil {
+		if s, ok := d.(*podState); ok {
+			return s
+		}
+	}
+	return p.computePodState(pod)
+}
+
+// PreFilter computes the pod's estimated usage once for all nodes.
+func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	state.Write(stateKey, p.computePodState(pod))
+	return nil, nil
+}
+
+// PreFilterExtensions is nil: the estimate does not depend on other pods.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter rejects a node whose estimated usage, with this pod, would exceed a threshold.
+func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s := p.podState(state, pod)
+	if s.daemonSet {
+		return nil
+	}
+	node := nodeInfo.Node()
+	est := p.cache.estimate(node.Name)
+	if est == nil {
+		return nil // no NodeMetric yet: nothing to judge by
+	}
+	if p.expired(est) {
+		if p.args.FilterExpiredNodeMetrics && !p.args.EnableScheduleWhenNodeMetricsExpired {
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node metric of %s expired (updated %s ago)", node.Name, p.now().Sub(est.updateTime).Round(time.Second)))
+		}
+		return nil
+	}
+	usage, prod := p.usageThresholds, p.prodThresholds
+	if custom := p.customThresholds(ctx, node); custom != nil {
+		usage, prod = custom.usage, custom.prod
+	}
+	alloc := nodeInfo.GetAllocatable()
+	if st := p.check(est.filterUsage, s.estimate, usage, alloc, ""); st != nil {
+		return st
+	}
+	if s.prod && hasAny(prod) {
+		return p.check(est.prodUsage, s.estimate, prod, alloc, "prod ")
+	}
+	return nil
+}
+
+func hasAny(v []int64) bool {
+	for _, x := range v {
+		if x > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// check compares (usage + pod) against thresholds, in percent of allocatable.
+func (p *Plugin) check(usage, pod vector, thresholds []int64, alloc fwk.Resource, kind string) *fwk.Status {
+	for i, t := range thresholds {
+		if t <= 0 {
+			continue
+		}
+		a := allocatable(alloc, p.resources[i])
+		if a <= 0 {
+			continue
+		}
+		used := usage[i] + pod[i]
+		if used*100 > t*a {
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node %s%s usage would be %d%% of allocatable, over the %d%% threshold",
+				kind, p.resources[i], used*100/a, t))
+		}
+	}
+	return nil
+}
+
+func allocatable(r fwk.Resource, name corev1.ResourceName) int64 {
+	switch name {
+	case corev1.ResourceCPU:
+		return r.GetMilliCPU()
+	case corev1.ResourceMemory:
+		return r.GetMemory()
+	case corev1.ResourceEphemeralStorage:
+		return r.GetEphemeralStorage()
+	}
+	return r.GetScalarResources()[name]
+}
+
+func (p *Plugin) expired(est *nodeEstimate) bool {
+	return p.expiration > 0 && p.now().Sub(est.updateTime) > p.expiration
+}
+
+// PreScore makes sure the pod state exists when Filter was skipped.
+func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	if _, err := state.Read(stateKey); err != nil {
+		state.Write(stateKey, p.computePodState(pod))
+	}
+	return nil
+}
+
+// Score is the weighted least-used (or most-used) share of allocatable,
+// 0–100, from the same estimate Filter uses. Nodes without a fresh metric score 0.
+func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	est := p.cache.estimate(nodeInfo.Node().Name)
+	if est == nil || p.expired(est) || p.weightSum == 0 {
+		return 0, nil
+	}
+	s := p.podState(state, pod)
+	usage := est.scoreUsage
+	if s.prod && p.args.ScoreAccordingProdUsage {
+		usage = est.prodUsage
+	}
+	alloc := nodeInfo.GetAllocatable()
+	var total int64
+	for i, w := range p.weights {
+		if w == 0 {
+			continue
+		}
+		a := allocatable(alloc, p.resources[i])
+		if a <= 0 {
+			continue
+		}
+		used := min(usage[i]+s.estimate[i], a)
+		score := (a - used) * fwk.MaxNodeScore / a
+		if p.args.ScoringStrategy == config.MostUsed {
+			score = used * fwk.MaxNodeScore / a
+		}
+		total += score * w
+	}
+	return total / p.weightSum, nil
+}
+
+// ScoreExtensions is nil: scores are already 0–100.
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// Reserve counts the pod on its node before it is bound, so the next pods in
+// a burst see it.
+func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	p.cache.assign(pod, nodeName, p.now())
+	return nil
+}
+
+// Unreserve forgets a pod whose binding did not happen.
+func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) {
+	p.cache.remove(pod.UID)
+}
+
+// EventsToRegister re-queues pods this plugin rejected when a node's load may
+// have dropped: a new or updated NodeMetric, a node change, a pod leaving.
+func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: nodeMetricEvent, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: queueOnNodeMetric},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeAnnotation}},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
+	}, nil
+}
+
+// queueOnNodeMetric re-queues on metrics that carry usage; an empty status
+// (a NodeMetric just created by koord-manager) changes nothing.
+func queueOnNodeMetric(logger klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	if nm := asNodeMetric(newObj); nm != nil && (nm.Status.NodeMetric == nil || nm.Status.UpdateTime == nil) {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// asNodeMetric accepts the typed object from our informer and the
+// unstructured one the scheduler's dynamic informer hands to queueing hints.
+func asNodeMetric(obj any) *slov1alpha1.NodeMetric {
+	switch o := obj.(type) {
+	case *slov1alpha1.NodeMetric:
+		return o
+	case cache.DeletedFinalStateUnknown:
+		return asNodeMetric(o.Obj)
+	case runtime.Unstructured:
+		nm := &slov1alpha1.NodeMetric{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.UnstructuredContent(), nm); err == nil {
+			return nm
+		}
+	}
+	return nil
+}
+
+func (p *Plugin) onNodeMetric(obj any, deleted bool) {
+	nm := asNodeMetric(obj)
+	if nm == nil {
+		return
+	}
+	if deleted {
+		p.cache.setMetric(nm.Name, nil)
+		return
+	}
+	p.cache.setMetric(nm.Name, nm)
+}
+
+func (p *Plugin) onPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName == "" {
+		return
+	}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		p.cache.remove(pod.UID)
+		return
+	}
+	p.cache.assign(pod, pod.Spec.NodeName, boundTime(pod, p.now))
+}
+
+func (p *Plugin) onPodDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		p.cache.remove(pod.UID)
+	}
+}
+
+// boundTime is when the pod was scheduled: after a restart this is what tells
+// whether the last metric can already include it.
+func boundTime(pod *corev1.Pod, now func() time.Time) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return now()
+}

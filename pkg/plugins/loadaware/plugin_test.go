@@ -1,0 +1,341 @@
+package loadaware
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/ptr"
+
+	"github.com/koord-project/koord/apis/config"
+	configv1 "github.com/koord-project/koord/apis/config/v1"
+	"github.com/koord-project/koord/apis/extension"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// defaultArgs are the plugin's defaults, converted as the scheduler would.
+func defaultArgs(t testing.TB, mutate func(*configv1.LoadAwareSchedulingArgs)) *config.LoadAwareSchedulingArgs {
+	v1 := &configv1.LoadAwareSchedulingArgs{}
+	if mutate != nil {
+		mutate(v1)
+	}
+	configv1.SetDefaults_LoadAwareSchedulingArgs(v1)
+	out := &config.LoadAwareSchedulingArgs{}
+	if err := configv1.Convert_v1_LoadAwareSchedulingArgs_To_config_LoadAwareSchedulingArgs(v1, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func rl(cpu, mem string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	if cpu != "" {
+		l[corev1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		l[corev1.ResourceMemory] = resource.MustParse(mem)
+	}
+	return l
+}
+
+func makeNode(name, cpu, mem string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: rl(cpu, mem), Capacity: rl(cpu, mem)}}
+}
+
+func makePod(name string, req, lim corev1.ResourceList, priority int32) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name)},
+		Spec:       corev1.PodSpec{Priority: ptr.To(priority), Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}}},
+	}
+}
+
+func metric(node string, updated time.Time, cpu, mem string, pods ...*slov1alpha1.PodMetricInfo) *slov1alpha1.NodeMetric {
+	return &slov1alpha1.NodeMetric{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec:       slov1alpha1.NodeMetricSpec{CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{ReportIntervalSeconds: ptr.To[int64](60)}},
+		Status: slov1alpha1.NodeMetricStatus{
+			UpdateTime: &metav1.Time{Time: updated},
+			NodeMetric: &slov1alpha1.NodeMetricInfo{NodeUsage: slov1alpha1.ResourceMap{ResourceList: rl(cpu, mem)}},
+			PodsMetric: pods,
+		},
+	}
+}
+
+func podMetric(name, cpu, mem string, prio extension.PriorityClass) *slov1alpha1.PodMetricInfo {
+	return &slov1alpha1.PodMetricInfo{Namespace: "default", Name: name, PodUsage: slov1alpha1.ResourceMap{ResourceList: rl(cpu, mem)}, Priority: prio}
+}
+
+func nodeInfo(n *corev1.Node) *framework.NodeInfo {
+	ni := framework.NewNodeInfo()
+	ni.SetNode(n)
+	return ni
+}
+
+func filter(p *Plugin, pod *corev1.Pod, n *corev1.Node) error {
+	state := framework.NewCycleState()
+	p.PreFilter(context.Background(), state, pod, nil)
+	if st := p.Filter(context.Background(), state, pod, nodeInfo(n)); !st.IsSuccess() {
+		return st.AsError()
+	}
+	return nil
+}
+
+func score(t *testing.T, p *Plugin, pod *corev1.Pod, n *corev1.Node) int64 {
+	state := framework.NewCycleState()
+	p.PreScore(context.Background(), state, pod, nil)
+	s, st := p.Score(context.Background(), state, pod, nodeInfo(n))
+	if !st.IsSuccess() {
+		t.Fatal(st.AsError())
+	}
+	return s
+}
+
+func TestEstimatePod(t *testing.T) {
+	resources := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+	factors := map[corev1.ResourceName]int64{corev1.ResourceCPU: 85, corev1.ResourceMemory: 70}
+	cases := []struct {
+		name     string
+		pod      *corev1.Pod
+		cpu, mem int64
+	}{
+		{"request only", makePod("a", rl("2", "4Gi"), nil, 0), 1700, 4 << 30 * 70 / 100},
+		{"limit above request", makePod("b", rl("1", "1Gi"), rl("4", "2Gi"), 0), 3400, 2 << 30 * 70 / 100},
+		{"nothing requested", makePod("c", nil, nil, 0), 250, 200 << 20},
+		{"batch resources", &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{extension.BatchCPU: resource.MustParse("2000"), extension.BatchMemory: resource.MustParse("1Gi")},
+			Limits:   corev1.ResourceList{extension.BatchCPU: resource.MustParse("2000"), extension.BatchMemory: resource.MustParse("1Gi")},
+		}}}}}, 1700, 1 << 30 * 70 / 100},
+	}
+	for _, tc := range cases {
+		got := estimatePod(tc.pod, resources, factors)
+		if got[0] != tc.cpu || got[1] != tc.mem {
+			t.Errorf("%s: estimate = %v, want [%d %d]", tc.name, got, tc.cpu, tc.mem)
+		}
+	}
+	// Capped at the limit even with a factor above 100.
+	if got := estimatePod(makePod("d", rl("1", ""), rl("1", ""), 0), resources, map[corev1.ResourceName]int64{corev1.ResourceCPU: 150}); got[0] != 1000 {
+		t.Errorf("estimate above the limit: %v", got)
+	}
+}
+
+func TestFilterThresholds(t *testing.T) {
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	node := makeNode("n1", "10", "100Gi")
+	small := makePod("small", rl("100m", "100Mi"), nil, 0)
+
+	if err := filter(p, small, node); err != nil {
+		t.Fatalf("a node without NodeMetric must pass: %v", err)
+	}
+	p.cache.setMetric("n1", metric("n1", t0.Add(-10*time.Second), "6", "10Gi"))
+	if err := filter(p, small, node); err != nil {
+		t.Errorf("60%% + 0.85%% cpu is under the 65%% threshold: %v", err)
+	}
+	big := makePod("big", rl("1", "100Mi"), nil, 0) // estimate 850m → 68.5%
+	err := filter(p, big, node)
+	if err == nil || !strings.Contains(err.Error(), "cpu usage would be 68% of allocatable, over the 65% threshold") {
+		t.Errorf("want a cpu rejection naming both numbers, got %v", err)
+	}
+	// A DaemonSet pod is never filtered.
+	ds := makePod("ds", rl("1", "100Mi"), nil, 0)
+	ds.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "d", UID: "d", Controller: ptr.To(true)}}
+	if err := filter(p, ds, node); err != nil {
+		t.Errorf("DaemonSet pod filtered: %v", err)
+	}
+
+	// The node annotation overrides the args; a malformed one falls back to them.
+	node.Annotations = map[string]string{extension.AnnotationCustomUsageThresholds: `{"usageThresholds":{"cpu":80}}`}
+	if err := filter(p, big, node); err != nil {
+		t.Errorf("node threshold 80%% should admit 68.5%%: %v", err)
+	}
+	node.Annotations[extension.AnnotationCustomUsageThresholds] = `{"usageThresholds":{"cpu":"eighty"}}`
+	if err := filter(p, big, node); err == nil {
+		t.Error("a malformed annotation must fall back to the args (65%)")
+	}
+	// Threshold 0 disables the check.
+	p0 := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
+		a.UsageThresholds = map[corev1.ResourceName]int64{corev1.ResourceCPU: 0}
+	}), nil, clk.now)
+	p0.cache.setMetric("n1", metric("n1", t0, "9900m", "1Gi"))
+	if err := filter(p0, big, makeNode("n1", "10", "100Gi")); err != nil {
+		t.Errorf("threshold 0 must disable: %v", err)
+	}
+}
+
+func TestStaleMetrics(t *testing.T) {
+	clk := &clock{t0}
+	node := makeNode("n1", "10", "100Gi")
+	pod := makePod("p", rl("100m", "100Mi"), nil, 0)
+	for _, tc := range []struct {
+		name          string
+		filterExpired bool
+		enableExpired bool
+		wantReject    bool
+	}{
+		{"filter expired", true, false, true},
+		{"filter expired but allowed", true, true, false},
+		{"do not filter", false, false, false},
+	} {
+		p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
+			a.FilterExpiredNodeMetrics = ptr.To(tc.filterExpired)
+			a.EnableScheduleWhenNodeMetricsExpired = ptr.To(tc.enableExpired)
+		}), nil, clk.now)
+		p.cache.setMetric("n1", metric("n1", t0.Add(-181*time.Second), "1", "1Gi"))
+		err := filter(p, pod, node)
+		if (err != nil) != tc.wantReject {
+			t.Errorf("%s: filter error %v, want reject %v", tc.name, err, tc.wantReject)
+		}
+		if s := score(t, p, pod, node); s != 0 {
+			t.Errorf("%s: a stale node scores %d, want 0", tc.name, s)
+		}
+		// Fresh again: usable and scored.
+		p.cache.setMetric("n1", metric("n1", t0, "1", "1Gi"))
+		if err := filter(p, pod, node); err != nil {
+			t.Errorf("%s: node still blocked after a fresh metric: %v", tc.name, err)
+		}
+		if s := score(t, p, pod, node); s == 0 {
+			t.Errorf("%s: fresh node still scores 0", tc.name)
+		}
+	}
+}
+
+func TestEstimationOfUnreportedPods(t *testing.T) {
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	node := makeNode("n1", "10", "100Gi")
+	// Metric at t0 shows 2 cores used; "old" is in it, reporting 1 core.
+	p.cache.setMetric("n1", metric("n1", t0, "2", "4Gi", podMetric("old", "1", "1Gi", "")))
+	old := makePod("old", rl("2", "2Gi"), nil, 0) // estimate 1700m
+	p.cache.assign(old, "n1", t0.Add(-10*time.Minute))
+	if got := p.cache.estimate("n1").filterUsage[0]; got != 2000 {
+		t.Errorf("a pod the metric reflects must not be added again: usage %dm, want 2000m", got)
+	}
+	// Bound 30s before the report (within one 60s interval): the metric may
+	// show only part of it, so the rest of its estimate is added.
+	recent := makePod("recent", rl("2", "2Gi"), nil, 0)
+	p.cache.assign(recent, "n1", t0.Add(-30*time.Second))
+	if got := p.cache.estimate("n1").filterUsage[0]; got != 3700 {
+		t.Errorf("recent pod missing from podsMetric: usage %dm, want 3700m", got)
+	}
+	// Reserved (assumed) pods count too, and Unreserve takes them back.
+	assumed := makePod("assumed", rl("1", "1Gi"), nil, 0)
+	p.Reserve(context.Background(), framework.NewCycleState(), assumed, "n1")
+	if got := p.cache.estimate("n1").filterUsage[0]; got != 4550 {
+		t.Errorf("after Reserve: usage %dm, want 4550m", got)
+	}
+	p.Unreserve(context.Background(), framework.NewCycleState(), assumed, "n1")
+	if got := p.cache.estimate("n1").filterUsage[0]; got != 3700 {
+		t.Errorf("after Unreserve: usage %dm, want 3700m", got)
+	}
+	// A report 20s later includes "recent" at 1.2 cores, but it may have
+	// sampled before the pod warmed up: the rest of its estimate (500m) stays.
+	clk.t = t0.Add(20 * time.Second)
+	p.cache.setMetric("n1", metric("n1", clk.t, "3200m", "5Gi", podMetric("old", "1", "1Gi", ""), podMetric("recent", "1200m", "1Gi", "")))
+	if got := p.cache.estimate("n1").filterUsage[0]; got != 3700 {
+		t.Errorf("partly reported pod: usage %dm, want 3700m", got)
+	}
+	// A report more than an interval after the binding reflects it: nothing is added.
+	clk.t = t0.Add(120 * time.Second)
+	p.cache.setMetric("n1", metric("n1", clk.t, "3200m", "5Gi", podMetric("old", "1", "1Gi", ""), podMetric("recent", "1200m", "1Gi", "")))
+	if got := p.cache.estimate("n1").filterUsage[0]; got != 3200 {
+		t.Errorf("fully reported: usage %dm, want 3200m", got)
+	}
+	// Deleting a pod removes its estimate.
+	p.cache.remove(recent.UID)
+	p.cache.remove(old.UID)
+	if got := p.cache.estimate("n1").filterUsage[0]; got != 3200 {
+		t.Errorf("after deletes: usage %dm, want 3200m (the metric)", got)
+	}
+	_ = node
+}
+
+func TestAggregatedUsage(t *testing.T) {
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
+		a.Aggregated = &configv1.LoadAwareSchedulingAggregatedArgs{
+			UsageThresholds:         map[corev1.ResourceName]int64{corev1.ResourceCPU: 70},
+			UsageAggregationType:    slov1alpha1.P95,
+			UsageAggregatedDuration: &metav1.Duration{Duration: 5 * time.Minute},
+			ScoreAggregationType:    slov1alpha1.AVG,
+		}
+	}), nil, clk.now)
+	m := metric("n1", t0, "1", "1Gi")
+	m.Status.NodeMetric.AggregatedNodeUsages = []slov1alpha1.AggregatedUsage{
+		{Duration: metav1.Duration{Duration: 5 * time.Minute}, Usage: map[slov1alpha1.AggregationType]slov1alpha1.ResourceMap{
+			slov1alpha1.P95: {ResourceList: rl("8", "2Gi")}, slov1alpha1.AVG: {ResourceList: rl("3", "2Gi")}}},
+		{Duration: metav1.Duration{Duration: 30 * time.Minute}, Usage: map[slov1alpha1.AggregationType]slov1alpha1.ResourceMap{
+			slov1alpha1.P95: {ResourceList: rl("2", "2Gi")}, slov1alpha1.AVG: {ResourceList: rl("5", "2Gi")}}},
+	}
+	p.cache.setMetric("n1", m)
+	est := p.cache.estimate("n1")
+	if est.filterUsage[0] != 8000 {
+		t.Errorf("filter uses p95 over 5m: %dm, want 8000m", est.filterUsage[0])
+	}
+	if est.scoreUsage[0] != 5000 {
+		t.Errorf("score uses avg over the longest window: %dm, want 5000m", est.scoreUsage[0])
+	}
+	err := filter(p, makePod("p", rl("100m", ""), nil, 0), makeNode("n1", "10", "100Gi"))
+	if err == nil || !strings.Contains(err.Error(), "over the 70% threshold") {
+		t.Errorf("aggregated threshold not applied: %v", err)
+	}
+}
+
+func TestProdView(t *testing.T) {
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
+		a.ProdUsageThresholds = map[corev1.ResourceName]int64{corev1.ResourceCPU: 30}
+		a.ScoreAccordingProdUsage = ptr.To(true)
+	}), nil, clk.now)
+	node := makeNode("n1", "10", "100Gi")
+	// 5 cores used, 3.5 of them by prod pods.
+	p.cache.setMetric("n1", metric("n1", t0, "5", "4Gi",
+		podMetric("web", "3500m", "1Gi", extension.PriorityProd), podMetric("spark", "1500m", "1Gi", extension.PriorityBatch)))
+	prodPod := makePod("prod", rl("100m", ""), nil, 9000)
+	batchPod := makePod("batch", rl("100m", ""), nil, 5000)
+	if err := filter(p, prodPod, node); err == nil || !strings.Contains(err.Error(), "prod cpu usage") {
+		t.Errorf("prod pod: 35%% prod usage is over the 30%% prod threshold, got %v", err)
+	}
+	if err := filter(p, batchPod, node); err != nil {
+		t.Errorf("batch pod is judged by node usage (50%% < 65%%): %v", err)
+	}
+	// Scored by prod usage: (10 - 3.585) / 10 for cpu, memory by prod memory.
+	if s, b := score(t, p, prodPod, node), score(t, p, batchPod, node); s <= b {
+		t.Errorf("prod pod score %d should exceed the batch pod's %d (prod usage is lower than node usage)", s, b)
+	}
+}
+
+func TestScoringStrategies(t *testing.T) {
+	clk := &clock{t0}
+	cool, hot := makeNode("cool", "10", "100Gi"), makeNode("hot", "10", "100Gi")
+	pod := makePod("p", rl("1", "1Gi"), nil, 0)
+	for _, strategy := range []string{"LeastUsed", "MostUsed"} {
+		p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) { a.ScoringStrategy = configv1.ScoringStrategy(strategy) }), nil, clk.now)
+		p.cache.setMetric("cool", metric("cool", t0, "1", "10Gi"))
+		p.cache.setMetric("hot", metric("hot", t0, "6", "60Gi"))
+		c, h := score(t, p, pod, cool), score(t, p, pod, hot)
+		if c < 0 || c > 100 || h < 0 || h > 100 {
+			t.Fatalf("%s: scores out of range: %d %d", strategy, c, h)
+		}
+		if strategy == "LeastUsed" && c <= h || strategy == "MostUsed" && h <= c {
+			t.Errorf("%s: cool %d, hot %d", strategy, c, h)
+		}
+	}
+	// Exact value: LeastUsed, cpu (10-1.85)/10 = 81, memory (100-10.7)/100 = 89 → 85.
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	p.cache.setMetric("cool", metric("cool", t0, "1", "10Gi"))
+	if s := score(t, p, pod, cool); s != 85 {
+		t.Errorf("score = %d, want 85", s)
+	}
+}

@@ -1,0 +1,72 @@
+package loadaware
+
+import (
+	"context"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/koord-project/koord/apis/extension"
+)
+
+func sortedNames(m map[corev1.ResourceName]int64) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	return names
+}
+
+// nodeThresholds are a node's own thresholds, aligned with Plugin.resources.
+type nodeThresholds struct {
+	usage, prod []int64
+}
+
+// customThresholds returns the thresholds of the node's usage-thresholds
+// annotation, nil when it has none or it is malformed (the plugin args apply
+// then; a malformed value is logged and reported as an event once per value).
+// Parsing happens only when the annotation changes.
+func (p *Plugin) customThresholds(ctx context.Context, node *corev1.Node) *nodeThresholds {
+	raw, ok := node.Annotations[extension.AnnotationCustomUsageThresholds]
+	c := p.cache
+	c.mu.RLock()
+	n := c.nodes[node.Name]
+	if n != nil && n.thresholdsRaw == raw {
+		t := n.thresholdsParsed
+		c.mu.RUnlock()
+		return t
+	}
+	c.mu.RUnlock()
+	if !ok && n == nil {
+		return nil
+	}
+
+	var parsed *nodeThresholds
+	custom, err := extension.GetCustomUsageThresholds(node.Annotations)
+	switch {
+	case err != nil:
+		klog.FromContext(ctx).Error(err, "Ignoring node usage thresholds, using the plugin args", "node", klog.KObj(node))
+		if p.handle != nil && p.handle.EventRecorder() != nil {
+			rec := p.handle.EventRecorder()
+			rec.Eventf(node, nil, corev1.EventTypeWarning, "InvalidUsageThresholds", "Scheduling", "%v; %s uses its configured thresholds for this node", err, Name)
+		}
+	case custom != nil:
+		parsed = &nodeThresholds{usage: p.usageThresholds, prod: p.prodThresholds}
+		if len(custom.UsageThresholds) > 0 {
+			parsed.usage = p.align(custom.UsageThresholds)
+		}
+		if a := custom.AggregatedUsage; a != nil && len(a.UsageThresholds) > 0 && p.args.Aggregated != nil {
+			parsed.usage = p.align(a.UsageThresholds)
+		}
+		if len(custom.ProdUsageThresholds) > 0 {
+			parsed.prod = p.align(custom.ProdUsageThresholds)
+		}
+	}
+	c.mu.Lock()
+	n = c.node(node.Name)
+	n.thresholdsRaw, n.thresholdsParsed = raw, parsed
+	c.mu.Unlock()
+	return parsed
+}

@@ -1,0 +1,165 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/manifests"
+)
+
+// loadAwareOnlyConfig scores with LoadAwareScheduling alone, so that what a
+// test sees comes from measured load and not from kube-scheduler's
+// request-based scoring.
+func loadAwareOnlyConfig(args string) []byte {
+	return []byte(`
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: koord-scheduler
+    plugins:
+      multiPoint:
+        enabled: [{name: LoadAwareScheduling}]
+      score:
+        disabled: [{name: "*"}]
+        enabled: [{name: LoadAwareScheduling, weight: 1}]
+    pluginConfig:
+      - name: LoadAwareScheduling
+        args: ` + args + "\n")
+}
+
+func usage(cpu, mem string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+}
+
+func createNodes(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: n, CPU: "32", Memory: "128Gi", Pods: "200"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func createPods(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, prefix string, n int, cpu string) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: fmt.Sprintf("%s-%d", prefix, i), SchedulerName: "koord-scheduler", CPU: cpu, Memory: "256Mi"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// (a) A node reported at 90% CPU gets none of 30 pods; with the shipped config.
+func TestLoadAwareAvoidsHotNode(t *testing.T) {
+	ctx := testContext(t)
+	cp := startControlPlane(t, controlplane.Options{})
+	createNodes(t, ctx, cp, "hot", "cool-1", "cool-2")
+	now := time.Now()
+	for node, cpu := range map[string]string{"hot": "28800m", "cool-1": "3", "cool-2": "3"} {
+		if err := cp.ReportNodeMetric(ctx, node, usage(cpu, "16Gi"), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	createPods(t, ctx, cp, "web", 30, "100m")
+	if err := cp.WaitForDecisions(ctx, "koord-scheduler", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := cp.PodsByNode(ctx, "koord-scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts["hot"] != 0 || counts["cool-1"]+counts["cool-2"] != 30 {
+		t.Errorf("placement %v: want all 30 pods on the cool nodes", counts)
+	}
+}
+
+// (b) A burst onto two nodes, one slightly busier, within one report
+// interval: without counting the pods just placed, all would pile onto the
+// cooler node; with the estimate they split about evenly.
+func TestLoadAwareBurstSplits(t *testing.T) {
+	ctx := testContext(t)
+	cp := startControlPlane(t, controlplane.Options{})
+	createNodes(t, ctx, cp, "a", "b")
+	now := time.Now()
+	if err := cp.ReportNodeMetric(ctx, "a", usage("3", "16Gi"), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.ReportNodeMetric(ctx, "b", usage("4", "16Gi"), now); err != nil {
+		t.Fatal(err)
+	}
+	startScheduler(t, ctx, cp, loadAwareOnlyConfig("{}"))
+	createPods(t, ctx, cp, "burst", 20, "1")
+	if err := cp.WaitForDecisions(ctx, "koord-scheduler", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := cp.PodsByNode(ctx, "koord-scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts["a"]+counts["b"] != 20 || counts["a"] < 8 || counts["b"] < 8 {
+		t.Errorf("placement %v: want the 20 pods split about evenly", counts)
+	}
+}
+
+// (c) A stale metric blocks its node; a fresh one makes it usable again.
+func TestLoadAwareStaleThenFresh(t *testing.T) {
+	ctx := testContext(t)
+	cp := startControlPlane(t, controlplane.Options{})
+	createNodes(t, ctx, cp, "only")
+	if err := cp.ReportNodeMetric(ctx, "only", usage("1", "1Gi"), time.Now().Add(-10*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	createPods(t, ctx, cp, "p", 1, "100m")
+	if err := cp.WaitForDecisions(ctx, "koord-scheduler", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := cp.Client.CoreV1().Pods("default").Get(ctx, "p-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.NodeName != "" || !strings.Contains(controlplane.PodUnschedulableMessage(pod), "node metric of only expired") {
+		t.Fatalf("stale node: bound to %q, reason %q", pod.Spec.NodeName, controlplane.PodUnschedulableMessage(pod))
+	}
+	if err := cp.ReportNodeMetric(ctx, "only", usage("1", "1Gi"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.WaitForPodBound(ctx, "default", "p-0", time.Minute); err != nil {
+		t.Fatalf("node still blocked after a fresh metric: %v", err)
+	}
+}
+
+// (d) MostUsed packs onto the busier node.
+func TestLoadAwareMostUsedPacks(t *testing.T) {
+	ctx := testContext(t)
+	cp := startControlPlane(t, controlplane.Options{})
+	createNodes(t, ctx, cp, "busy", "idle")
+	now := time.Now()
+	if err := cp.ReportNodeMetric(ctx, "busy", usage("12", "40Gi"), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.ReportNodeMetric(ctx, "idle", usage("2", "8Gi"), now); err != nil {
+		t.Fatal(err)
+	}
+	startScheduler(t, ctx, cp, loadAwareOnlyConfig("{scoringStrategy: MostUsed}"))
+	createPods(t, ctx, cp, "pack", 10, "500m")
+	if err := cp.WaitForDecisions(ctx, "koord-scheduler", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := cp.PodsByNode(ctx, "koord-scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts["busy"] != 10 {
+		t.Errorf("placement %v: MostUsed should pack all 10 onto the busy node", counts)
+	}
+}
