@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
@@ -51,7 +53,9 @@ func rl(cpu, mem string) corev1.ResourceList {
 }
 
 func makeNode(name, cpu, mem string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: rl(cpu, mem), Capacity: rl(cpu, mem)}}
+	res := rl(cpu, mem)
+	res[corev1.ResourcePods] = resource.MustParse("110")
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: res, Capacity: res}}
 }
 
 func makePod(name string, req, lim corev1.ResourceList, priority int32) *corev1.Pod {
@@ -337,5 +341,34 @@ func TestScoringStrategies(t *testing.T) {
 	p.cache.setMetric("cool", metric("cool", t0, "1", "10Gi"))
 	if s := score(t, p, pod, cool); s != 85 {
 		t.Errorf("score = %d, want 85", s)
+	}
+}
+
+// recorderHandle is a Handle whose only working part is its event recorder.
+type recorderHandle struct {
+	fwk.Handle
+	rec *events.FakeRecorder
+}
+
+func (h recorderHandle) EventRecorder() events.EventRecorderLogger { return h.rec }
+
+func TestMalformedThresholdsReportedOnce(t *testing.T) {
+	clk := &clock{t0}
+	rec := events.NewFakeRecorder(10)
+	p := newPlugin(defaultArgs(t, nil), recorderHandle{rec: rec}, clk.now)
+	p.cache.setMetric("n1", metric("n1", t0, "1", "1Gi"))
+	node := makeNode("n1", "10", "100Gi")
+	node.Annotations = map[string]string{extension.AnnotationCustomUsageThresholds: `{"usageThresholds":{"cpu":150}}`}
+	pod := makePod("p", rl("100m", ""), nil, 0)
+	for i := 0; i < 3; i++ {
+		if err := filter(p, pod, node); err != nil {
+			t.Fatalf("fallback to the args should admit the pod: %v", err)
+		}
+	}
+	if len(rec.Events) != 1 {
+		t.Fatalf("want exactly one event for one bad value, got %d", len(rec.Events))
+	}
+	if e := <-rec.Events; !strings.Contains(e, "InvalidUsageThresholds") || !strings.Contains(e, "usageThresholds.cpu: 150") {
+		t.Errorf("event %q should name the reason and the bad field", e)
 	}
 }

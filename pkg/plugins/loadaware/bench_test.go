@@ -1,0 +1,140 @@
+package loadaware
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+)
+
+// benchNode is a 32-core node running 30 pods, each with a NodeMetric entry.
+func benchNode(p *Plugin, name string) *framework.NodeInfo {
+	node := makeNode(name, "32", "128Gi")
+	var pods []*corev1.Pod
+	var metrics []*slov1alpha1.PodMetricInfo
+	for i := 0; i < 30; i++ {
+		pod := makePod(fmt.Sprintf("%s-pod-%d", name, i), rl("500m", "1Gi"), nil, 0)
+		pod.Spec.NodeName = name
+		pods = append(pods, pod)
+		metrics = append(metrics, podMetric(pod.Name, "300m", "800Mi", ""))
+		p.cache.assign(pod, name, t0.Add(-1e12))
+	}
+	p.cache.setMetric(name, metric(name, t0, "9", "30Gi", metrics...))
+	ni := framework.NewNodeInfo(pods...)
+	ni.SetNode(node)
+	return ni
+}
+
+func newFit(b *testing.B) fwk.Plugin {
+	args := &schedconfig.NodeResourcesFitArgs{ScoringStrategy: &schedconfig.ScoringStrategy{
+		Type:      schedconfig.LeastAllocated,
+		Resources: []schedconfig.ResourceSpec{{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}},
+	}}
+	fit, err := noderesources.NewFit(context.Background(), args, nil, feature.Features{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fit
+}
+
+// BenchmarkFilter and BenchmarkScore compare one call on one node with the
+// in-tree NodeResourcesFit on the same node.
+func BenchmarkFilter(b *testing.B) {
+	ctx := context.Background()
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(b, nil), nil, clk.now)
+	ni := benchNode(p, "n1")
+	pod := makePod("incoming", rl("1", "2Gi"), nil, 0)
+
+	b.Run("LoadAwareScheduling", func(b *testing.B) {
+		state := framework.NewCycleState()
+		p.PreFilter(ctx, state, pod, nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			if st := p.Filter(ctx, state, pod, ni); !st.IsSuccess() {
+				b.Fatal(st.AsError())
+			}
+		}
+	})
+	b.Run("NodeResourcesFit", func(b *testing.B) {
+		fit := newFit(b)
+		state := framework.NewCycleState()
+		fit.(fwk.PreFilterPlugin).PreFilter(ctx, state, pod, nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			if st := fit.(fwk.FilterPlugin).Filter(ctx, state, pod, ni); !st.IsSuccess() {
+				b.Fatal(st.AsError())
+			}
+		}
+	})
+}
+
+func BenchmarkScore(b *testing.B) {
+	ctx := context.Background()
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(b, nil), nil, clk.now)
+	ni := benchNode(p, "n1")
+	pod := makePod("incoming", rl("1", "2Gi"), nil, 0)
+
+	b.Run("LoadAwareScheduling", func(b *testing.B) {
+		state := framework.NewCycleState()
+		p.PreScore(ctx, state, pod, nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, st := p.Score(ctx, state, pod, ni); !st.IsSuccess() {
+				b.Fatal(st.AsError())
+			}
+		}
+	})
+	b.Run("NodeResourcesFit", func(b *testing.B) {
+		fit := newFit(b)
+		state := framework.NewCycleState()
+		fit.(fwk.PreScorePlugin).PreScore(ctx, state, pod, []fwk.NodeInfo{ni})
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, st := fit.(fwk.ScorePlugin).Score(ctx, state, pod, ni); !st.IsSuccess() {
+				b.Fatal(st.AsError())
+			}
+		}
+	})
+}
+
+// BenchmarkCycle1000Nodes is one pod's PreFilter+Filter and PreScore+Score
+// over a 1000-node cluster, for both plugins.
+func BenchmarkCycle1000Nodes(b *testing.B) {
+	ctx := context.Background()
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(b, nil), nil, clk.now)
+	nodes := make([]fwk.NodeInfo, 1000)
+	for i := range nodes {
+		nodes[i] = benchNode(p, fmt.Sprintf("node-%04d", i))
+	}
+	pod := makePod("incoming", rl("1", "2Gi"), nil, 0)
+	fit := newFit(b)
+	plugins := map[string]fwk.Plugin{"LoadAwareScheduling": p, "NodeResourcesFit": fit}
+	for _, name := range []string{"LoadAwareScheduling", "NodeResourcesFit"} {
+		pl := plugins[name]
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				state := framework.NewCycleState()
+				pl.(fwk.PreFilterPlugin).PreFilter(ctx, state, pod, nodes)
+				for _, ni := range nodes {
+					pl.(fwk.FilterPlugin).Filter(ctx, state, pod, ni)
+				}
+				pl.(fwk.PreScorePlugin).PreScore(ctx, state, pod, nodes)
+				for _, ni := range nodes {
+					pl.(fwk.ScorePlugin).Score(ctx, state, pod, ni)
+				}
+			}
+		})
+	}
+}
