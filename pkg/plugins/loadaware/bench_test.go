@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
