@@ -37,12 +37,16 @@ func main() {
 // demoNodes is the simulated cluster. The batch resources are what
 // koord-manager publishes on real nodes: capacity that services reserved but
 // do not use.
+// The usage columns are what koordlet would report in each NodeMetric:
+// node-a is busy although little of it is requested, and LoadAwareScheduling
+// keeps new pods off it.
 var demoNodes = []struct {
 	name, cpu, memory, batchCPU, batchMemory string
+	cpuUsed, memoryUsed                      string
 }{
-	{"node-a", "8", "32Gi", "6000", "16Gi"},
-	{"node-b", "16", "64Gi", "10000", "24Gi"},
-	{"node-c", "4", "16Gi", "0", "0"},
+	{"node-a", "8", "32Gi", "6000", "16Gi", "7200m", "20Gi"},
+	{"node-b", "16", "64Gi", "10000", "24Gi", "3", "16Gi"},
+	{"node-c", "4", "16Gi", "0", "0", "1", "4Gi"},
 }
 
 func run(keep bool) error {
@@ -94,6 +98,10 @@ func run(keep bool) error {
 		if err := addBatchCapacity(ctx, cp, node, n.batchCPU, n.batchMemory); err != nil {
 			return err
 		}
+		used := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n.cpuUsed), corev1.ResourceMemory: resource.MustParse(n.memoryUsed)}
+		if err := cp.ReportNodeMetric(ctx, n.name, used, time.Now()); err != nil {
+			return err
+		}
 	}
 	printNodes(ctx, cp)
 
@@ -140,11 +148,17 @@ func printNodes(ctx context.Context, cp *controlplane.ControlPlane) {
 		return
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tCPU\tMEMORY\tBATCH-CPU\tBATCH-MEMORY")
+	fmt.Fprintln(w, "NODE\tCPU\tMEMORY\tBATCH-CPU\tBATCH-MEMORY\tCPU-USED (NodeMetric)\tMEMORY-USED")
 	for _, n := range nodes.Items {
 		a := n.Status.Allocatable
 		bc, bm := a[extension.BatchCPU], a[extension.BatchMemory]
-		fmt.Fprintf(w, "%s\t%s\t%s\t%dm\t%s\n", n.Name, a.Cpu(), a.Memory(), bc.Value(), bm.String())
+		cpuUsed, memUsed := "-", "-"
+		if nm, err := cp.Koord.SloV1alpha1().NodeMetrics().Get(ctx, n.Name, metav1.GetOptions{}); err == nil && nm.Status.NodeMetric != nil {
+			u := nm.Status.NodeMetric.NodeUsage
+			cpuUsed = fmt.Sprintf("%s (%d%%)", u.Cpu(), u.Cpu().MilliValue()*100/a.Cpu().MilliValue())
+			memUsed = fmt.Sprintf("%s (%d%%)", u.Memory(), u.Memory().Value()*100/a.Memory().Value())
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%dm\t%s\t%s\t%s\n", n.Name, a.Cpu(), a.Memory(), bc.Value(), bm.String(), cpuUsed, memUsed)
 	}
 	w.Flush()
 }
