@@ -15,7 +15,7 @@ LDFLAGS := -X github.com/koord-project/koord/pkg/version.Version=$(VERSION) \
 BIN := $(CURDIR)/bin
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit fuzz integration generate verify demo clean
+.PHONY: all build test unit race fuzz integration generate verify demo clean
 
 all: build
 
@@ -23,12 +23,16 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-## test: everything CI runs: unit tests, fuzzing of every parser, integration tests
-test: unit fuzz integration
+## test: everything CI runs: unit tests, the race detector over the plugins, fuzzing of every parser, integration tests
+test: unit race fuzz integration
 
 ## unit: fast tests with no control plane
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)
+
+## race: the scheduler plugins under the race detector (events and cycles run concurrently)
+race:
+	$(GO) test -race -count=1 ./pkg/plugins/...
 
 ## fuzz: run each fuzz target for $(FUZZTIME)
 fuzz:

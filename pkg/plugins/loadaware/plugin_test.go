@@ -2,6 +2,7 @@ package loadaware
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -371,4 +372,63 @@ func TestMalformedThresholdsReportedOnce(t *testing.T) {
 	if e := <-rec.Events; !strings.Contains(e, "InvalidUsageThresholds") || !strings.Contains(e, "usageThresholds.cpu: 150") {
 		t.Errorf("event %q should name the reason and the bad field", e)
 	}
+}
+
+// After a restart the pod informer replays every assigned pod: their bind
+// time comes from PodScheduled, so pods the last metric already reflects are
+// not estimated again, and recent ones are.
+func TestRebuildAfterRestart(t *testing.T) {
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	p.cache.setMetric("n1", metric("n1", t0, "2", "4Gi", podMetric("old", "1", "1Gi", "")))
+	bound := func(name string, at time.Time) *corev1.Pod {
+		pod := makePod(name, rl("2", "2Gi"), nil, 0)
+		pod.Spec.NodeName = "n1"
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Time{Time: at}}}
+		return pod
+	}
+	p.onPod(bound("old", t0.Add(-time.Hour)))
+	p.onPod(bound("new", t0.Add(-5*time.Second)))
+	if got := p.cache.estimate("n1").filterUsage[0]; got != 2000+1700 {
+		t.Errorf("usage after replay = %dm, want 3700m (metric + the new pod only)", got)
+	}
+	// Replaying the same pods again (a resync) changes nothing.
+	p.onPod(bound("old", t0.Add(-time.Hour)))
+	p.onPod(bound("new", t0.Add(-5*time.Second)))
+	if got := p.cache.estimate("n1").filterUsage[0]; got != 3700 {
+		t.Errorf("usage after resync = %dm, want 3700m", got)
+	}
+	// A finished pod no longer counts.
+	done := bound("new", t0.Add(-5*time.Second))
+	done.Status.Phase = corev1.PodSucceeded
+	p.onPod(done)
+	if got := p.cache.estimate("n1").filterUsage[0]; got != 2000 {
+		t.Errorf("usage after the pod finished = %dm, want 2000m", got)
+	}
+}
+
+// Events and scheduling cycles run concurrently; run with -race.
+func TestConcurrentEventsAndCycles(t *testing.T) {
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	node := makeNode("n1", "32", "128Gi")
+	node.Annotations = map[string]string{extension.AnnotationCustomUsageThresholds: `{"usageThresholds":{"cpu":90}}`}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 500; i++ {
+			pod := makePod(fmt.Sprintf("p%d", i%20), rl("100m", "100Mi"), nil, 0)
+			p.cache.assign(pod, "n1", t0)
+			p.cache.setMetric("n1", metric("n1", t0, "4", "8Gi"))
+			if i%3 == 0 {
+				p.cache.remove(pod.UID)
+			}
+		}
+	}()
+	pod := makePod("incoming", rl("1", "1Gi"), nil, 0)
+	for i := 0; i < 500; i++ {
+		_ = filter(p, pod, node)
+		_ = score(t, p, pod, node)
+	}
+	<-done
 }
