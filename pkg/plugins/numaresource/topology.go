@@ -1,0 +1,101 @@
+// Package numaresource holds the CPU-topology model and the CPU chooser that
+// the NodeNUMAResource plugin (issue 4) builds on. The plugin itself is not
+// registered yet; this package is the tested core it will use.
+package numaresource
+
+import (
+	"fmt"
+	"sort"
+
+	"k8s.io/utils/cpuset"
+
+	"github.com/koord-project/koord/apis/extension"
+)
+
+// Topology is a node's CPUs indexed the ways the chooser needs: by core, by
+// NUMA node and by socket. Cores are identified by (socket, core id) since
+// Linux core ids repeat across sockets on some machines.
+type Topology struct {
+	cpus           map[int]extension.CPUInfo
+	coreCPUs       map[coreKey][]int
+	numaCores      map[int][]coreKey // sorted
+	numaSocket     map[int]int
+	numaIDs        []int // sorted
+	threadsPerCore int
+	all            cpuset.CPUSet
+}
+
+type coreKey struct{ socket, core int32 }
+
+func (k coreKey) less(o coreKey) bool {
+	if k.socket != o.socket {
+		return k.socket < o.socket
+	}
+	return k.core < o.core
+}
+
+// NewTopology indexes a parsed cpu-topology.
+func NewTopology(t extension.CPUTopology) (*Topology, error) {
+	topo := &Topology{
+		cpus:       map[int]extension.CPUInfo{},
+		coreCPUs:   map[coreKey][]int{},
+		numaCores:  map[int][]coreKey{},
+		numaSocket: map[int]int{},
+	}
+	ids := make([]int, 0, len(t.Detail))
+	for _, c := range t.Detail {
+		id := int(c.ID)
+		if _, dup := topo.cpus[id]; dup {
+			return nil, fmt.Errorf("cpu %d listed twice", id)
+		}
+		topo.cpus[id] = c
+		ids = append(ids, id)
+		k := coreKey{c.Socket, c.Core}
+		if len(topo.coreCPUs[k]) == 0 {
+			topo.numaCores[int(c.Node)] = append(topo.numaCores[int(c.Node)], k)
+		}
+		topo.coreCPUs[k] = append(topo.coreCPUs[k], id)
+		if s, ok := topo.numaSocket[int(c.Node)]; ok && s != int(c.Socket) {
+			return nil, fmt.Errorf("NUMA node %d spans sockets %d and %d", c.Node, s, c.Socket)
+		}
+		topo.numaSocket[int(c.Node)] = int(c.Socket)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("no CPUs")
+	}
+	topo.all = cpuset.New(ids...)
+	for k := range topo.coreCPUs {
+		sort.Ints(topo.coreCPUs[k])
+		if n := len(topo.coreCPUs[k]); n > topo.threadsPerCore {
+			topo.threadsPerCore = n
+		}
+	}
+	for n := range topo.numaCores {
+		cores := topo.numaCores[n]
+		sort.Slice(cores, func(i, j int) bool { return cores[i].less(cores[j]) })
+		topo.numaIDs = append(topo.numaIDs, n)
+	}
+	sort.Ints(topo.numaIDs)
+	return topo, nil
+}
+
+// CPUs is every logical CPU.
+func (t *Topology) CPUs() cpuset.CPUSet { return t.all }
+
+// ThreadsPerCore is the SMT width (1 without hyper-threading).
+func (t *Topology) ThreadsPerCore() int { return t.threadsPerCore }
+
+// NUMANodes lists the NUMA node ids in order.
+func (t *Topology) NUMANodes() []int { return t.numaIDs }
+
+// NUMANodeCPUs is the CPUs of one NUMA node.
+func (t *Topology) NUMANodeCPUs(node int) cpuset.CPUSet {
+	var ids []int
+	for _, k := range t.numaCores[node] {
+		ids = append(ids, t.coreCPUs[k]...)
+	}
+	return cpuset.New(ids...)
+}
+
+// NUMANodeOf is the NUMA node of a CPU.
+func (t *Topology) NUMANodeOf(cpu int) int { return int(t.cpus[cpu].Node) }
