@@ -20,6 +20,7 @@ var (
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&LoadAwareSchedulingArgs{},
+		&NodeNUMAResourceArgs{},
 	)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
 
@@ -55,4 +56,52 @@ type LoadAwareSchedulingAggregatedArgs struct {
 	UsageAggregatedDuration metav1.Duration
 	ScoreAggregationType    slov1alpha1.AggregationType
 	ScoreAggregatedDuration metav1.Duration
+}
+
+// ScoringType says whether NodeNUMAResource prefers emptier or fuller nodes.
+type ScoringType string
+
+const (
+	// LeastAllocated prefers nodes (and NUMA nodes) with the most free CPUs.
+	LeastAllocated ScoringType = "LeastAllocated"
+	// MostAllocated prefers the fullest ones, packing binding pods.
+	MostAllocated ScoringType = "MostAllocated"
+)
+
+// ResourceSpec weighs one resource in a scoring strategy.
+type ResourceSpec struct {
+	Name   corev1.ResourceName
+	Weight int64
+}
+
+// ResourceScoringStrategy is a scoring type and the resources it weighs.
+type ResourceScoringStrategy struct {
+	Type      ScoringType
+	Resources []ResourceSpec
+}
+
+// TopologySource is where NodeNUMAResource reads node topology from.
+type TopologySource string
+
+const (
+	// TopologySourceConfigMap reads koordlet's kube-system/<node>-numa-info ConfigMaps.
+	TopologySourceConfigMap TopologySource = "ConfigMap"
+	// TopologySourceNodeResourceTopology reads topology.node.k8s.io/v1alpha2 objects.
+	TopologySourceNodeResourceTopology TopologySource = "NodeResourceTopology"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NodeNUMAResourceArgs configures the NodeNUMAResource plugin.
+type NodeNUMAResourceArgs struct {
+	metav1.TypeMeta
+
+	// DefaultCPUBindPolicy applies to binding pods that name no policy.
+	DefaultCPUBindPolicy extension.CPUBindPolicy
+	// ScoringStrategy scores nodes by their free CPUs.
+	ScoringStrategy *ResourceScoringStrategy
+	// NUMAScoringStrategy scores the NUMA nodes within a node.
+	NUMAScoringStrategy *ResourceScoringStrategy
+	// TopologySource is where node topology comes from.
+	TopologySource TopologySource
 }

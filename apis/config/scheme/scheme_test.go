@@ -1,6 +1,7 @@
 package scheme
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -136,5 +137,61 @@ profiles:
 `)
 	if err == nil {
 		t.Fatal("a misspelt field was accepted")
+	}
+}
+
+func numaArgs(t *testing.T, args string) *config.NodeNUMAResourceArgs {
+	t.Helper()
+	cfg, err := decode(t, `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: koord-scheduler
+    pluginConfig:
+      - name: NodeNUMAResource
+        args: `+args+"\n")
+	if err != nil {
+		t.Fatalf("decoding: %v", err)
+	}
+	got, ok := cfg.Profiles[0].PluginConfig[0].Args.(*config.NodeNUMAResourceArgs)
+	if !ok {
+		t.Fatalf("args decoded as %T", cfg.Profiles[0].PluginConfig[0].Args)
+	}
+	return got
+}
+
+func TestNodeNUMAResourceArgs(t *testing.T) {
+	got := numaArgs(t, "{}")
+	strategy := &config.ResourceScoringStrategy{Type: config.LeastAllocated, Resources: []config.ResourceSpec{{Name: corev1.ResourceCPU, Weight: 1}, {Name: corev1.ResourceMemory, Weight: 1}}}
+	want := &config.NodeNUMAResourceArgs{
+		DefaultCPUBindPolicy: "FullPCPUs",
+		ScoringStrategy:      strategy,
+		NUMAScoringStrategy:  strategy,
+		TopologySource:       config.TopologySourceConfigMap,
+	}
+	if diff := cmp.Diff(want, got, cmp.FilterPath(func(p cmp.Path) bool { return p.String() == "TypeMeta" }, cmp.Ignore())); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	if err := validation.ValidateNodeNUMAResourceArgs(field.NewPath("args"), got); err != nil {
+		t.Errorf("defaults do not validate: %v", err)
+	}
+
+	got = numaArgs(t, "{defaultCPUBindPolicy: SpreadByPCPUs, scoringStrategy: {type: MostAllocated}, topologySource: NodeResourceTopology}")
+	if got.DefaultCPUBindPolicy != "SpreadByPCPUs" || got.ScoringStrategy.Type != config.MostAllocated || len(got.ScoringStrategy.Resources) != 2 ||
+		got.TopologySource != config.TopologySourceNodeResourceTopology {
+		t.Errorf("explicit args = %+v", got)
+	}
+
+	for args, field_ := range map[string]string{
+		"{defaultCPUBindPolicy: Whole}":                                         "args.defaultCPUBindPolicy",
+		"{scoringStrategy: {type: Balanced}}":                                   "args.scoringStrategy.type",
+		"{numaScoringStrategy: {resources: [{name: cpu, weight: 0}]}}":          "args.numaScoringStrategy.resources[0].weight",
+		"{scoringStrategy: {resources: [{name: cpu}, {name: cpu, weight: 1}]}}": "args.scoringStrategy.resources[0].weight",
+		"{topologySource: Sysfs}":                                               "args.topologySource",
+	} {
+		err := validation.ValidateNodeNUMAResourceArgs(field.NewPath("args"), numaArgs(t, args))
+		if err == nil || !strings.Contains(err.Error(), field_) {
+			t.Errorf("%s: error %v should name %s", args, err, field_)
+		}
 	}
 }

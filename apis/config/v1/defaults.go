@@ -5,6 +5,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/koord-project/koord/apis/config"
+	"github.com/koord-project/koord/apis/extension"
 )
 
 // Koordinator's defaults, so a config that names only what it changes behaves the same here.
@@ -54,5 +55,34 @@ func SetDefaults_LoadAwareSchedulingArgs(obj *LoadAwareSchedulingArgs) {
 	}
 	if obj.ScoringStrategy == "" {
 		obj.ScoringStrategy = ScoringStrategy(config.LeastUsed)
+	}
+}
+
+func defaultScoringStrategy() *ResourceScoringStrategy {
+	return &ResourceScoringStrategy{
+		Type:      ScoringType(config.LeastAllocated),
+		Resources: []ResourceSpec{{Name: corev1.ResourceCPU, Weight: 1}, {Name: corev1.ResourceMemory, Weight: 1}},
+	}
+}
+
+// SetDefaults_NodeNUMAResourceArgs fills what the operator left out.
+func SetDefaults_NodeNUMAResourceArgs(obj *NodeNUMAResourceArgs) {
+	if obj.DefaultCPUBindPolicy == "" {
+		obj.DefaultCPUBindPolicy = extension.CPUBindPolicyFullPCPUs
+	}
+	for _, s := range []**ResourceScoringStrategy{&obj.ScoringStrategy, &obj.NUMAScoringStrategy} {
+		if *s == nil {
+			*s = defaultScoringStrategy()
+			continue
+		}
+		if (*s).Type == "" {
+			(*s).Type = ScoringType(config.LeastAllocated)
+		}
+		if len((*s).Resources) == 0 {
+			(*s).Resources = defaultScoringStrategy().Resources
+		}
+	}
+	if obj.TopologySource == "" {
+		obj.TopologySource = TopologySource(config.TopologySourceConfigMap)
 	}
 }

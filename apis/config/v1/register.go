@@ -25,6 +25,7 @@ func init() {
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&LoadAwareSchedulingArgs{},
+		&NodeNUMAResourceArgs{},
 	)
 	return nil
 }

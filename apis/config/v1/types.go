@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
 
@@ -35,4 +36,34 @@ type LoadAwareSchedulingAggregatedArgs struct {
 	UsageAggregatedDuration *metav1.Duration              `json:"usageAggregatedDuration,omitempty"`
 	ScoreAggregationType    slov1alpha1.AggregationType   `json:"scoreAggregationType,omitempty"`
 	ScoreAggregatedDuration *metav1.Duration              `json:"scoreAggregatedDuration,omitempty"`
+}
+
+// ScoringType is LeastAllocated or MostAllocated.
+type ScoringType string
+
+// ResourceSpec weighs one resource in a scoring strategy.
+type ResourceSpec struct {
+	Name   corev1.ResourceName `json:"name"`
+	Weight int64               `json:"weight,omitempty"`
+}
+
+// ResourceScoringStrategy is a scoring type and the resources it weighs.
+type ResourceScoringStrategy struct {
+	Type      ScoringType    `json:"type,omitempty"`
+	Resources []ResourceSpec `json:"resources,omitempty"`
+}
+
+// TopologySource is ConfigMap or NodeResourceTopology.
+type TopologySource string
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NodeNUMAResourceArgs configures the NodeNUMAResource plugin.
+type NodeNUMAResourceArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	DefaultCPUBindPolicy extension.CPUBindPolicy  `json:"defaultCPUBindPolicy,omitempty"`
+	ScoringStrategy      *ResourceScoringStrategy `json:"scoringStrategy,omitempty"`
+	NUMAScoringStrategy  *ResourceScoringStrategy `json:"numaScoringStrategy,omitempty"`
+	TopologySource       TopologySource           `json:"topologySource,omitempty"`
 }

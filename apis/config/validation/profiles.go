@@ -15,6 +15,8 @@ func ValidatePluginArgs(path *field.Path, args runtime.Object) error {
 	switch a := args.(type) {
 	case *config.LoadAwareSchedulingArgs:
 		return ValidateLoadAwareSchedulingArgs(path, a)
+	case *config.NodeNUMAResourceArgs:
+		return ValidateNodeNUMAResourceArgs(path, a)
 	}
 	return nil
 }

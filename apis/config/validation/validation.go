@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/koord-project/koord/apis/config"
+	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
 
@@ -76,4 +77,50 @@ func validateAggregationType(path *field.Path, t slov1alpha1.AggregationType) fi
 		supported = append(supported, string(s))
 	}
 	return field.ErrorList{field.NotSupported(path, t, supported)}
+}
+
+// ValidateNodeNUMAResourceArgs checks NodeNUMAResourceArgs.
+func ValidateNodeNUMAResourceArgs(path *field.Path, args *config.NodeNUMAResourceArgs) error {
+	var errs field.ErrorList
+	switch args.DefaultCPUBindPolicy {
+	case extension.CPUBindPolicyFullPCPUs, extension.CPUBindPolicySpreadByPCPUs:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("defaultCPUBindPolicy"), args.DefaultCPUBindPolicy,
+			[]string{string(extension.CPUBindPolicyFullPCPUs), string(extension.CPUBindPolicySpreadByPCPUs)}))
+	}
+	errs = append(errs, validateScoringStrategy(path.Child("scoringStrategy"), args.ScoringStrategy)...)
+	errs = append(errs, validateScoringStrategy(path.Child("numaScoringStrategy"), args.NUMAScoringStrategy)...)
+	switch args.TopologySource {
+	case config.TopologySourceConfigMap, config.TopologySourceNodeResourceTopology:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("topologySource"), args.TopologySource,
+			[]string{string(config.TopologySourceConfigMap), string(config.TopologySourceNodeResourceTopology)}))
+	}
+	return errs.ToAggregate()
+}
+
+func validateScoringStrategy(path *field.Path, s *config.ResourceScoringStrategy) field.ErrorList {
+	if s == nil {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	var errs field.ErrorList
+	switch s.Type {
+	case config.LeastAllocated, config.MostAllocated:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("type"), s.Type, []string{string(config.LeastAllocated), string(config.MostAllocated)}))
+	}
+	seen := map[corev1.ResourceName]bool{}
+	for i, r := range s.Resources {
+		p := path.Child("resources").Index(i)
+		if r.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), ""))
+		} else if seen[r.Name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), r.Name))
+		}
+		seen[r.Name] = true
+		if r.Weight < 1 || r.Weight > 100 {
+			errs = append(errs, field.Invalid(p.Child("weight"), r.Weight, rangeMessage(1, 100)))
+		}
+	}
+	return errs
 }
