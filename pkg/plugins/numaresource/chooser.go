@@ -1,7 +1,6 @@
 package numaresource
 
 import (
-	"fmt"
 	"sort"
 
 	"k8s.io/utils/cpuset"
@@ -25,80 +24,49 @@ type Request struct {
 // socket, else across sockets using as few NUMA nodes as it can. The result
 // depends only on its inputs.
 func (t *Topology) Choose(available cpuset.CPUSet, req Request) (cpuset.CPUSet, error) {
-	if req.Count <= 0 {
-		return cpuset.New(), fmt.Errorf("cannot bind %d CPUs", req.Count)
+	available = available.Intersection(t.all)
+	caps := t.Capacity(available)
+	// Fits gives the reason when it cannot be done, and Filter uses it too.
+	if err := Fits(caps, t.threadsPerCore, req); err != nil {
+		return cpuset.New(), err
 	}
 	full := req.Policy != extension.CPUBindPolicySpreadByPCPUs
 	need := req.Count
 	if full {
-		if req.Count%t.threadsPerCore != 0 {
-			return cpuset.New(), fmt.Errorf("%s needs a multiple of %d CPUs (threads per core) on this node, got %d", extension.CPUBindPolicyFullPCPUs, t.threadsPerCore, req.Count)
-		}
 		need = req.Count / t.threadsPerCore
 	}
-	available = available.Intersection(t.all)
-
-	// Capacity per NUMA node: whole free cores (FullPCPUs) or free threads.
-	type numaFree struct {
-		id, socket, capacity, freeCPUs int
-	}
-	nodes := make([]numaFree, 0, len(t.numaIDs))
-	for _, id := range t.numaIDs {
-		nf := numaFree{id: id, socket: t.numaSocket[id]}
-		for _, k := range t.numaCores[id] {
-			free := 0
-			for _, cpu := range t.coreCPUs[k] {
-				if available.Contains(cpu) {
-					free++
-				}
-			}
-			nf.freeCPUs += free
-			if full {
-				if free == len(t.coreCPUs[k]) {
-					nf.capacity++
-				}
-			} else {
-				nf.capacity += free
-			}
+	capacity := func(c NUMACapacity) int {
+		if full {
+			return c.FreeCores
 		}
-		nodes = append(nodes, nf)
+		return c.FreeCPUs
 	}
 	// Most free first; lowest id on ties, so the choice is deterministic.
-	sort.SliceStable(nodes, func(i, j int) bool {
-		if nodes[i].freeCPUs != nodes[j].freeCPUs {
-			return nodes[i].freeCPUs > nodes[j].freeCPUs
+	sort.SliceStable(caps, func(i, j int) bool {
+		if caps[i].FreeCPUs != caps[j].FreeCPUs {
+			return caps[i].FreeCPUs > caps[j].FreeCPUs
 		}
-		return nodes[i].id < nodes[j].id
+		return caps[i].ID < caps[j].ID
 	})
-
-	unit := "free CPUs"
-	if full {
-		unit = "free whole cores"
-	}
-	for _, n := range nodes {
-		if n.capacity >= need {
-			return t.take(available, []int{n.id}, need, full), nil
+	for _, c := range caps {
+		if capacity(c) >= need {
+			return t.take(available, []int{c.ID}, need, full), nil
 		}
-	}
-	if req.SingleNUMANode {
-		best := 0
-		for _, n := range nodes {
-			best = max(best, n.capacity)
-		}
-		return cpuset.New(), fmt.Errorf("no NUMA node has %d %s (the most any has is %d)", need, unit, best)
 	}
 
 	// Within one socket: the one with the most free CPUs that can hold it.
 	bySocket := map[int][]int{}
 	socketCap, socketFree := map[int]int{}, map[int]int{}
 	var sockets []int
-	for _, n := range nodes {
-		if _, ok := bySocket[n.socket]; !ok {
-			sockets = append(sockets, n.socket)
+	order := make([]int, 0, len(caps))
+	for _, c := range caps {
+		if _, ok := bySocket[c.Socket]; !ok {
+			sockets = append(sockets, c.Socket)
 		}
-		bySocket[n.socket] = append(bySocket[n.socket], n.id)
-		socketCap[n.socket] += n.capacity
-		socketFree[n.socket] += n.freeCPUs
+		bySocket[c.Socket] = append(bySocket[c.Socket], c.ID)
+		socketCap[c.Socket] += capacity(c)
+		socketFree[c.Socket] += c.FreeCPUs
+		order = append(order, c.ID)
 	}
 	sort.SliceStable(sockets, func(i, j int) bool {
 		if socketFree[sockets[i]] != socketFree[sockets[j]] {
@@ -111,16 +79,7 @@ func (t *Topology) Choose(available cpuset.CPUSet, req Request) (cpuset.CPUSet, 
 			return t.take(available, bySocket[s], need, full), nil
 		}
 	}
-
-	total := 0
-	order := make([]int, 0, len(nodes))
-	for _, n := range nodes {
-		total += n.capacity
-		order = append(order, n.id)
-	}
-	if total < need {
-		return cpuset.New(), fmt.Errorf("the node has %d %s, %d needed", total, unit, need)
-	}
+	// Across sockets, fullest-free NUMA nodes first (Fits checked the total).
 	return t.take(available, order, need, full), nil
 }
 

@@ -1,0 +1,57 @@
+package numaresource
+
+import (
+	"testing"
+
+	"k8s.io/utils/cpuset"
+
+	"github.com/koord-project/koord/apis/extension"
+)
+
+// FuzzFitsAgreesWithChoose: Filter (Fits, on counts) and Reserve (Choose, on
+// CPUs) must never disagree, or a pod would pass Filter and fail Reserve (or
+// be kept off a node that has room). Random availability masks on a 2-socket,
+// 4-NUMA, SMT-2 topology.
+func FuzzFitsAgreesWithChoose(f *testing.F) {
+	f.Add(uint64(0xffffffffffffffff), uint64(0), uint8(4), false, false)
+	f.Add(uint64(0x00ff00ff00ff00ff), uint64(0xffff0000ffff0000), uint8(6), true, false)
+	f.Add(uint64(0xaaaaaaaaaaaaaaaa), uint64(0x5555555555555555), uint8(2), false, true)
+	f.Add(uint64(0x0f0f), uint64(0x0f0f), uint8(40), false, false)
+	topo := linuxTopology(f, 2, 2, 16, 2) // 128 CPUs: mask words cover 0-63 and 64-127
+	f.Fuzz(func(t *testing.T, lo, hi uint64, count uint8, single, spreadPolicy bool) {
+		var ids []int
+		for i := 0; i < 64; i++ {
+			if lo&(1<<i) != 0 {
+				ids = append(ids, i)
+			}
+			if hi&(1<<i) != 0 {
+				ids = append(ids, 64+i)
+			}
+		}
+		avail := cpuset.New(ids...)
+		req := Request{Count: int(count), Policy: extension.CPUBindPolicyFullPCPUs, SingleNUMANode: single}
+		if spreadPolicy {
+			req.Policy = extension.CPUBindPolicySpreadByPCPUs
+		}
+		fitErr := Fits(topo.Capacity(avail), topo.ThreadsPerCore(), req)
+		got, chooseErr := topo.Choose(avail, req)
+		if (fitErr == nil) != (chooseErr == nil) {
+			t.Fatalf("Fits says %v, Choose says %v (avail %s, %+v)", fitErr, chooseErr, avail, req)
+		}
+		if fitErr != nil {
+			if fitErr.Error() != chooseErr.Error() {
+				t.Fatalf("different reasons: Fits %q, Choose %q", fitErr, chooseErr)
+			}
+			return
+		}
+		if got.Size() != req.Count || !got.IsSubsetOf(avail) {
+			t.Fatalf("Choose(%+v) = %s from %s", req, got, avail)
+		}
+		if single && len(numaNodesOf(topo, got)) != 1 {
+			t.Fatalf("SingleNUMANode got %s across NUMA nodes", got)
+		}
+		if req.Policy == extension.CPUBindPolicyFullPCPUs && !wholeCores(topo, got) {
+			t.Fatalf("FullPCPUs got %s, not whole cores", got)
+		}
+	})
+}
