@@ -129,17 +129,6 @@ func (a *Allocations) Held(node string) cpuset.CPUSet {
 	return cpuset.New()
 }
 
-// PodCPUs is what a pod holds, if anything.
-func (a *Allocations) PodCPUs(uid types.UID) (string, cpuset.CPUSet, bool) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	node, ok := a.podNode[uid]
-	if !ok {
-		return "", cpuset.New(), false
-	}
-	return node, a.nodes[node].byPod[uid], true
-}
-
 // Available is what a node can still hand out: all its CPUs, less kubelet's
 // reserved CPUs, the CPUs kubelet pinned for its own pods, and every CPU held
 // by a pod here.

@@ -85,17 +85,5 @@ func (t *Topology) CPUs() cpuset.CPUSet { return t.all }
 // ThreadsPerCore is the SMT width (1 without hyper-threading).
 func (t *Topology) ThreadsPerCore() int { return t.threadsPerCore }
 
-// NUMANodes lists the NUMA node ids in order.
-func (t *Topology) NUMANodes() []int { return t.numaIDs }
-
-// NUMANodeCPUs is the CPUs of one NUMA node.
-func (t *Topology) NUMANodeCPUs(node int) cpuset.CPUSet {
-	var ids []int
-	for _, k := range t.numaCores[node] {
-		ids = append(ids, t.coreCPUs[k]...)
-	}
-	return cpuset.New(ids...)
-}
-
 // NUMANodeOf is the NUMA node of a CPU.
 func (t *Topology) NUMANodeOf(cpu int) int { return int(t.cpus[cpu].Node) }
