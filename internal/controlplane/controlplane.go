@@ -30,7 +30,8 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/koord-project/koord/manifests"
-	koordclient "github.com/koord-project/koord/pkg/client/clientset/versioned"
+	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
+	"github.com/koord-project/koord/pkg/plugins/koordclient"
 )
 
 // Options shape the control plane.
@@ -45,7 +46,7 @@ type ControlPlane struct {
 	// Config is an admin (system:masters) client config.
 	Config *rest.Config
 	Client kubernetes.Interface
-	Koord  koordclient.Interface
+	Koord  koordclientset.Interface
 	// Kubeconfig is the path of an admin kubeconfig for kubectl and binaries.
 	Kubeconfig string
 	// Dir holds all on-disk state; it is removed by Stop.
@@ -94,10 +95,7 @@ func Start(tb ktesting.TB, opts Options) (cp *ControlPlane, err error) {
 	if cp.Client, err = kubernetes.NewForConfig(cp.Config); err != nil {
 		return nil, err
 	}
-	// CRDs are served as JSON only; the loopback config asks for protobuf.
-	crdConfig := rest.CopyConfig(cp.Config)
-	crdConfig.ContentType = "application/json"
-	if cp.Koord, err = koordclient.NewForConfig(crdConfig); err != nil {
+	if cp.Koord, err = koordclient.New(cp.Config); err != nil {
 		return nil, err
 	}
 	cp.Kubeconfig = filepath.Join(dir, "admin.kubeconfig")
