@@ -48,6 +48,9 @@ func TestParseNUMAInfo(t *testing.T) {
 	if got := info.AllCPUs().Size(); got != 16 {
 		t.Errorf("AllCPUs = %d CPUs, want 16", got)
 	}
+	if !info.ReservedCPUs().Equals(cpuset.New(0, 8)) || !info.KubeletPinnedCPUs().Equals(cpuset.New(1, 9)) {
+		t.Errorf("reserved %s, pinned %s; want 0,8 and 1,9", info.ReservedCPUs(), info.KubeletPinnedCPUs())
+	}
 
 	// Only the two required keys: the rest default to no CPU manager.
 	minimal := numaInfoCM(t, func(d map[string]string) {

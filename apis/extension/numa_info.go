@@ -73,6 +73,9 @@ type NUMAInfo struct {
 	CPUManagerPolicy KubeletCPUManagerPolicy
 	PodCPUAllocs     []PodCPUAlloc
 	CPUSharedPools   []CPUSharedPool
+
+	// Parsed once by ParseNUMAInfo, so that consumers never parse again.
+	allCPUs, reservedCPUs, pinnedCPUs cpuset.CPUSet
 }
 
 // numaInfoError names the ConfigMap and key a bad value came from.
@@ -184,35 +187,49 @@ func (n *NUMAInfo) validate() (string, error) {
 	default:
 		return NUMAInfoKeyCPUManagerPolicy, fmt.Errorf("policy %q is not none or static", n.CPUManagerPolicy.Policy)
 	}
-	if err := checkSubset(all, n.CPUManagerPolicy.ReservedCPUs); err != nil {
+	reserved, err := parseSubset(all, n.CPUManagerPolicy.ReservedCPUs)
+	if err != nil {
 		return NUMAInfoKeyCPUManagerPolicy, fmt.Errorf("reservedCPUs: %w", err)
 	}
+	pinned := cpuset.New()
 	for _, a := range n.PodCPUAllocs {
-		if err := checkSubset(all, a.CPUSet); err != nil {
+		cpus, err := parseSubset(all, a.CPUSet)
+		if err != nil {
 			return NUMAInfoKeyPodCPUAllocs, fmt.Errorf("pod %s/%s: %w", a.Namespace, a.Name, err)
 		}
+		pinned = pinned.Union(cpus)
 	}
 	for _, p := range n.CPUSharedPools {
-		if err := checkSubset(all, p.CPUSet); err != nil {
+		if _, err := parseSubset(all, p.CPUSet); err != nil {
 			return NUMAInfoKeyCPUSharedPools, fmt.Errorf("pool of node %d: %w", p.Node, err)
 		}
 	}
+	n.allCPUs, n.reservedCPUs, n.pinnedCPUs = all, reserved, pinned
 	return "", nil
 }
 
-func checkSubset(all cpuset.CPUSet, s string) error {
+func parseSubset(all cpuset.CPUSet, s string) (cpuset.CPUSet, error) {
 	cpus, err := cpuset.Parse(s)
 	if err != nil {
-		return fmt.Errorf("cpuset %q: %w", s, err)
+		return cpus, fmt.Errorf("cpuset %q: %w", s, err)
 	}
 	if !cpus.IsSubsetOf(all) {
-		return fmt.Errorf("cpuset %q names CPUs %q the node does not have", s, cpus.Difference(all))
+		return cpus, fmt.Errorf("cpuset %q names CPUs %q the node does not have", s, cpus.Difference(all))
 	}
-	return nil
+	return cpus, nil
 }
+
+// ReservedCPUs is kubelet's reservedCPUs (empty unless parsed by ParseNUMAInfo).
+func (n *NUMAInfo) ReservedCPUs() cpuset.CPUSet { return n.reservedCPUs }
+
+// KubeletPinnedCPUs is every CPU of pod-cpu-allocs (empty unless parsed by ParseNUMAInfo).
+func (n *NUMAInfo) KubeletPinnedCPUs() cpuset.CPUSet { return n.pinnedCPUs }
 
 // AllCPUs is every logical CPU of the node.
 func (n *NUMAInfo) AllCPUs() cpuset.CPUSet {
+	if n.allCPUs.Size() > 0 {
+		return n.allCPUs
+	}
 	ids := make([]int, 0, len(n.CPUTopology.Detail))
 	for _, c := range n.CPUTopology.Detail {
 		ids = append(ids, int(c.ID))

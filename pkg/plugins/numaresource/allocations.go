@@ -131,17 +131,7 @@ func (a *Allocations) Held(node string) cpuset.CPUSet {
 
 // Available is what a node can still hand out: all its CPUs, less kubelet's
 // reserved CPUs, the CPUs kubelet pinned for its own pods, and every CPU held
-// by a pod here.
+// by a pod here. info must come from extension.ParseNUMAInfo.
 func Available(info *extension.NUMAInfo, held cpuset.CPUSet) cpuset.CPUSet {
-	avail := info.AllCPUs()
-	// ParseNUMAInfo has validated these cpusets.
-	if reserved, err := cpuset.Parse(info.CPUManagerPolicy.ReservedCPUs); err == nil {
-		avail = avail.Difference(reserved)
-	}
-	for _, alloc := range info.PodCPUAllocs {
-		if pinned, err := cpuset.Parse(alloc.CPUSet); err == nil {
-			avail = avail.Difference(pinned)
-		}
-	}
-	return avail.Difference(held)
+	return info.AllCPUs().Difference(info.ReservedCPUs()).Difference(info.KubeletPinnedCPUs()).Difference(held)
 }

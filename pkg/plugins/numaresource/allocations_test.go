@@ -135,12 +135,21 @@ func TestAssumeConcurrently(t *testing.T) {
 }
 
 func TestAvailable(t *testing.T) {
-	info := &extension.NUMAInfo{
+	in := &extension.NUMAInfo{
 		CPUManagerPolicy: extension.KubeletCPUManagerPolicy{Policy: "static", ReservedCPUs: "0,4"},
 		PodCPUAllocs:     []extension.PodCPUAlloc{{Namespace: "default", Name: "pinned", CPUSet: "1"}},
+		NUMANodes:        []extension.NUMANodeInfo{{ID: 0, CPUs: "0-7", MemoryBytes: 1 << 30}},
 	}
 	for id := 0; id < 8; id++ {
-		info.CPUTopology.Detail = append(info.CPUTopology.Detail, extension.CPUInfo{ID: int32(id), Core: int32(id % 4)})
+		in.CPUTopology.Detail = append(in.CPUTopology.Detail, extension.CPUInfo{ID: int32(id), Core: int32(id % 4)})
+	}
+	data, err := in.ConfigMapData()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := extension.ParseNUMAInfo(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "n1-numa-info"}, Data: data})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if got := Available(info, cpuset.New(2)); !got.Equals(cpuset.New(3, 5, 6, 7)) {
 		t.Errorf("available = %s, want 3,5-7 (all minus reserved 0,4, kubelet-pinned 1, held 2)", got)
