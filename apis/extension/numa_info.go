@@ -265,3 +265,17 @@ func nonNil[T any](s []T) []T {
 	}
 	return s
 }
+
+// NewNUMAInfoConfigMap is the kube-system/<node>-numa-info ConfigMap for info,
+// labelled as koordlet labels it. The caller adds the owner reference to the
+// Node when it knows the Node's UID.
+func NewNUMAInfoConfigMap(node string, info *NUMAInfo) (*corev1.ConfigMap, error) {
+	data, err := info.ConfigMapData()
+	if err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{Data: data}
+	cm.Namespace, cm.Name = NUMAInfoNamespace, NUMAInfoConfigMapName(node)
+	cm.Labels = map[string]string{LabelManagedBy: ManagedByKoordlet, LabelTopologyNode: node}
+	return cm, nil
+}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
 
@@ -71,7 +72,8 @@ type PodSpec struct {
 	Guaranteed  bool
 	Labels      map[string]string
 	Annotations map[string]string
-	Priority    *int32
+	// PriorityClassName is resolved by the API server's Priority admission.
+	PriorityClassName string
 }
 
 // MakePod builds the pod object for spec.
@@ -97,9 +99,9 @@ func MakePod(spec PodSpec) (*corev1.Pod, error) {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: spec.Namespace, Name: spec.Name, Labels: spec.Labels, Annotations: spec.Annotations},
 		Spec: corev1.PodSpec{
-			SchedulerName: spec.SchedulerName,
-			Containers:    []corev1.Container{c},
-			Priority:      spec.Priority,
+			SchedulerName:     spec.SchedulerName,
+			Containers:        []corev1.Container{c},
+			PriorityClassName: spec.PriorityClassName,
 		},
 	}, nil
 }
@@ -199,4 +201,30 @@ func (cp *ControlPlane) PodsByNode(ctx context.Context, schedulerName string) (m
 		}
 	}
 	return counts, nil
+}
+
+// PublishNUMAInfo writes a node's kube-system/<node>-numa-info ConfigMap as
+// koordlet does: labelled, owned by the Node, created or updated.
+func (cp *ControlPlane) PublishNUMAInfo(ctx context.Context, node string, info *extension.NUMAInfo) error {
+	cm, err := extension.NewNUMAInfoConfigMap(node, info)
+	if err != nil {
+		return err
+	}
+	n, err := cp.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
+	client := cp.Client.CoreV1().ConfigMaps(cm.Namespace)
+	existing, err := client.Get(ctx, cm.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = client.Create(ctx, cm, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	existing.Labels, existing.OwnerReferences, existing.Data = cm.Labels, cm.OwnerReferences, cm.Data
+	_, err = client.Update(ctx, existing, metav1.UpdateOptions{})
+	return err
 }

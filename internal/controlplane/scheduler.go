@@ -41,10 +41,12 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, configYAML []byte, e
 	return s, nil
 }
 
-// Stop ends the scheduler and waits until it has returned.
+// Stop ends the scheduler and waits until it has returned. Stopping twice
+// is fine (a test may stop it early and again at cleanup).
 func (s *Scheduler) Stop() {
 	s.cancel()
-	<-s.done
+	err := <-s.done
+	s.done <- err
 }
 
 // Err is what the scheduler returned if it has already stopped, else nil.

@@ -16,6 +16,7 @@ import (
 	_ "github.com/koord-project/koord/apis/config/scheme"
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/pkg/plugins/loadaware"
+	"github.com/koord-project/koord/pkg/plugins/numaresource"
 	"github.com/koord-project/koord/pkg/version"
 )
 
@@ -27,6 +28,7 @@ const Name = "koord-scheduler"
 func Plugins() []kubeschedulerapp.Option {
 	return []kubeschedulerapp.Option{
 		kubeschedulerapp.WithPlugin(loadaware.Name, loadaware.New),
+		kubeschedulerapp.WithPlugin(numaresource.Name, numaresource.New),
 	}
 }
 

@@ -17,12 +17,15 @@ type Request struct {
 	Policy extension.CPUBindPolicy
 	// SingleNUMANode requires every CPU from one NUMA node.
 	SingleNUMANode bool
+	// Pack prefers the fullest NUMA node and socket that can hold the pod
+	// (numaScoringStrategy MostAllocated) over the least-used one.
+	Pack bool
 }
 
 // Choose picks req.Count CPUs out of available. It keeps the pod on one NUMA
-// node when one can hold it (the least-used such node), else within one
-// socket, else across sockets using as few NUMA nodes as it can. The result
-// depends only on its inputs.
+// node when one can hold it (the least-used such node, or the fullest with
+// Pack), else within one socket, else across sockets using as few NUMA nodes
+// as it can. The result depends only on its inputs.
 func (t *Topology) Choose(available cpuset.CPUSet, req Request) (cpuset.CPUSet, error) {
 	available = available.Intersection(t.all)
 	caps := t.Capacity(available)
@@ -41,10 +44,11 @@ func (t *Topology) Choose(available cpuset.CPUSet, req Request) (cpuset.CPUSet, 
 		}
 		return c.FreeCPUs
 	}
-	// Most free first; lowest id on ties, so the choice is deterministic.
+	// Most free first (least free with Pack); lowest id on ties, so the
+	// choice is deterministic.
 	sort.SliceStable(caps, func(i, j int) bool {
 		if caps[i].FreeCPUs != caps[j].FreeCPUs {
-			return caps[i].FreeCPUs > caps[j].FreeCPUs
+			return (caps[i].FreeCPUs > caps[j].FreeCPUs) != req.Pack
 		}
 		return caps[i].ID < caps[j].ID
 	})
@@ -59,7 +63,9 @@ func (t *Topology) Choose(available cpuset.CPUSet, req Request) (cpuset.CPUSet, 
 	socketCap, socketFree := map[int]int{}, map[int]int{}
 	var sockets []int
 	order := make([]int, 0, len(caps))
+	free := map[int]int{}
 	for _, c := range caps {
+		free[c.ID] = c.FreeCPUs
 		if _, ok := bySocket[c.Socket]; !ok {
 			sockets = append(sockets, c.Socket)
 		}
@@ -70,7 +76,7 @@ func (t *Topology) Choose(available cpuset.CPUSet, req Request) (cpuset.CPUSet, 
 	}
 	sort.SliceStable(sockets, func(i, j int) bool {
 		if socketFree[sockets[i]] != socketFree[sockets[j]] {
-			return socketFree[sockets[i]] > socketFree[sockets[j]]
+			return (socketFree[sockets[i]] > socketFree[sockets[j]]) != req.Pack
 		}
 		return sockets[i] < sockets[j]
 	})
@@ -79,7 +85,11 @@ func (t *Topology) Choose(available cpuset.CPUSet, req Request) (cpuset.CPUSet, 
 			return t.take(available, bySocket[s], need, full), nil
 		}
 	}
-	// Across sockets, fullest-free NUMA nodes first (Fits checked the total).
+	// Across sockets (Fits checked the total). Freest NUMA nodes first even
+	// with Pack: the pod spans as few NUMA nodes as possible.
+	if req.Pack {
+		sort.SliceStable(order, func(i, j int) bool { return free[order[i]] > free[order[j]] })
+	}
 	return t.take(available, order, need, full), nil
 }
 

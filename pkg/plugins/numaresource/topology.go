@@ -1,6 +1,3 @@
-// Package numaresource holds the CPU-topology model and the CPU chooser that
-// the NodeNUMAResource plugin (issue 4) builds on. The plugin itself is not
-// registered yet; this package is the tested core it will use.
 package numaresource
 
 import (
@@ -20,6 +17,7 @@ type Topology struct {
 	coreCPUs       map[coreKey][]int
 	numaCores      map[int][]coreKey // sorted
 	numaSocket     map[int]int
+	numaCPUs       map[int]cpuset.CPUSet
 	numaIDs        []int // sorted
 	threadsPerCore int
 	all            cpuset.CPUSet
@@ -41,6 +39,7 @@ func NewTopology(t extension.CPUTopology) (*Topology, error) {
 		coreCPUs:   map[coreKey][]int{},
 		numaCores:  map[int][]coreKey{},
 		numaSocket: map[int]int{},
+		numaCPUs:   map[int]cpuset.CPUSet{},
 	}
 	ids := make([]int, 0, len(t.Detail))
 	for _, c := range t.Detail {
@@ -76,6 +75,14 @@ func NewTopology(t extension.CPUTopology) (*Topology, error) {
 		topo.numaIDs = append(topo.numaIDs, n)
 	}
 	sort.Ints(topo.numaIDs)
+	byNUMA := map[int][]int{}
+	for _, id := range ids {
+		n := int(topo.cpus[id].Node)
+		byNUMA[n] = append(byNUMA[n], id)
+	}
+	for n, cpus := range byNUMA {
+		topo.numaCPUs[n] = cpuset.New(cpus...)
+	}
 	return topo, nil
 }
 
@@ -87,3 +94,31 @@ func (t *Topology) ThreadsPerCore() int { return t.threadsPerCore }
 
 // NUMANodeOf is the NUMA node of a CPU.
 func (t *Topology) NUMANodeOf(cpu int) int { return int(t.cpus[cpu].Node) }
+
+// NUMANodes are the NUMA node ids, ascending.
+func (t *Topology) NUMANodes() []int { return t.numaIDs }
+
+// NUMACPUs is every CPU of one NUMA node.
+func (t *Topology) NUMACPUs(id int) cpuset.CPUSet { return t.numaCPUs[id] }
+
+// NUMACores is how many physical cores one NUMA node has.
+func (t *Topology) NUMACores(id int) int { return len(t.numaCores[id]) }
+
+// CoresOf is every CPU of the physical cores that cpus touch: what a
+// PCPULevel-exclusive pod keeps other such pods away from.
+func (t *Topology) CoresOf(cpus cpuset.CPUSet) cpuset.CPUSet {
+	var out []int
+	seen := map[coreKey]bool{}
+	for _, c := range cpus.UnsortedList() {
+		info, ok := t.cpus[c]
+		if !ok {
+			continue
+		}
+		k := coreKey{info.Socket, info.Core}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, t.coreCPUs[k]...)
+		}
+	}
+	return cpuset.New(out...)
+}

@@ -27,11 +27,11 @@ func boundPod(name, node, status string) *corev1.Pod {
 }
 
 func TestAssumeNeverDoubleAllocates(t *testing.T) {
-	a := NewAllocations()
-	if err := a.Assume("n1", "a", cpuset.New(0, 1)); err != nil {
+	a := NewState()
+	if err := a.Assume("n1", "a", Allocation{CPUs: cpuset.New(0, 1)}); err != nil {
 		t.Fatal(err)
 	}
-	err := a.Assume("n1", "b", cpuset.New(1, 2))
+	err := a.Assume("n1", "b", Allocation{CPUs: cpuset.New(1, 2)})
 	var conflict *Conflict
 	if !errors.As(err, &conflict) || conflict.Holder != "a" || !conflict.CPUs.Equals(cpuset.New(1)) {
 		t.Fatalf("overlap: got %v, want a conflict on CPU 1 held by a", err)
@@ -40,11 +40,11 @@ func TestAssumeNeverDoubleAllocates(t *testing.T) {
 		t.Errorf("a failed Assume recorded something: held %s", a.Held("n1"))
 	}
 	// The same CPUs on another node are another thing.
-	if err := a.Assume("n2", "b", cpuset.New(1, 2)); err != nil {
+	if err := a.Assume("n2", "b", Allocation{CPUs: cpuset.New(1, 2)}); err != nil {
 		t.Errorf("different node: %v", err)
 	}
 	// Re-assuming a pod replaces its CPUs (and may move it).
-	if err := a.Assume("n1", "a", cpuset.New(3)); err != nil {
+	if err := a.Assume("n1", "a", Allocation{CPUs: cpuset.New(3)}); err != nil {
 		t.Fatal(err)
 	}
 	if !a.Held("n1").Equals(cpuset.New(3)) {
@@ -64,7 +64,7 @@ func TestObservePodRebuildsAfterRestart(t *testing.T) {
 		boundPod("plain", "n1", ""),
 		boundPod("other", "n2", `{"cpuset":"0-1"}`),
 	}
-	a := NewAllocations()
+	a := NewState()
 	for _, p := range pods {
 		if err := a.ObservePod(p); err != nil {
 			t.Fatal(err)
@@ -74,7 +74,7 @@ func TestObservePodRebuildsAfterRestart(t *testing.T) {
 		t.Fatalf("held n1 %s, n2 %s", a.Held("n1"), a.Held("n2"))
 	}
 	// A restarted scheduler sees the same pods and ends in the same state.
-	b := NewAllocations()
+	b := NewState()
 	for i := len(pods) - 1; i >= 0; i-- {
 		if err := b.ObservePod(pods[i]); err != nil {
 			t.Fatal(err)
@@ -110,22 +110,22 @@ func TestObservePodRebuildsAfterRestart(t *testing.T) {
 // Binding cycles run in parallel: under -race, many pods assuming CPUs at
 // once never end up sharing one.
 func TestAssumeConcurrently(t *testing.T) {
-	a := NewAllocations()
+	a := NewState()
 	var wg sync.WaitGroup
 	for i := 0; i < 64; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			// Pods ask for overlapping pairs: only some can win.
-			_ = a.Assume("n1", types.UID(fmt.Sprint(i)), cpuset.New(i%32, (i+1)%32))
+			_ = a.Assume("n1", types.UID(fmt.Sprint(i)), Allocation{CPUs: cpuset.New(i%32, (i+1)%32)})
 		}(i)
 	}
 	wg.Wait()
 	seen := map[int]types.UID{}
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	for uid, cpus := range a.nodes["n1"].byPod {
-		for _, c := range cpus.List() {
+	for uid, alloc := range a.nodes["n1"].pods {
+		for _, c := range alloc.CPUs.List() {
 			if other, ok := seen[c]; ok {
 				t.Errorf("CPU %d held by %s and %s", c, other, uid)
 			}
@@ -151,7 +151,7 @@ func TestAvailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := Available(info, cpuset.New(2)); !got.Equals(cpuset.New(3, 5, 6, 7)) {
+	if got := Allocatable(info).Difference(cpuset.New(2)); !got.Equals(cpuset.New(3, 5, 6, 7)) {
 		t.Errorf("available = %s, want 3,5-7 (all minus reserved 0,4, kubelet-pinned 1, held 2)", got)
 	}
 }

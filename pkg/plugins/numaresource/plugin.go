@@ -1,0 +1,559 @@
+// Package numaresource implements NodeNUMAResource: latency-critical pods get
+// exclusive, topology-aligned CPUs chosen by the scheduler from each node's
+// CPU topology (koordlet's kube-system/<node>-numa-info ConfigMap), recorded
+// on the pod as scheduling.koordinator.sh/resource-status for koordlet to pin.
+// See README.md.
+package numaresource
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/cpuset"
+
+	"github.com/koord-project/koord/apis/config"
+	"github.com/koord-project/koord/apis/config/validation"
+	"github.com/koord-project/koord/apis/extension"
+)
+
+// Name is the plugin's registered name.
+const Name = "NodeNUMAResource"
+
+const (
+	podStateKey  fwk.StateKey = Name + "/pod"
+	reservedKey  fwk.StateKey = Name + "/reserved"
+	maxNodeScore              = fwk.MaxNodeScore
+)
+
+var (
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.FilterPlugin      = &Plugin{}
+	_ fwk.PreScorePlugin    = &Plugin{}
+	_ fwk.ScorePlugin       = &Plugin{}
+	_ fwk.ReservePlugin     = &Plugin{}
+	_ fwk.PreBindPlugin     = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+)
+
+// Plugin is NodeNUMAResource.
+type Plugin struct {
+	handle fwk.Handle
+	args   *config.NodeNUMAResourceArgs
+	state  *State
+
+	// synced are the event handlers that must have seen every existing pod
+	// and topology before the first pod is placed, or a restarted scheduler
+	// could hand out CPUs a running pod holds.
+	synced []cache.InformerSynced
+	ready  atomic.Bool
+
+	// waiting are pods rejected because a node had no usable topology; they
+	// are retried as soon as a topology arrives.
+	waitMu  sync.Mutex
+	waiting map[types.UID]*corev1.Pod
+
+	nodeScore, numaScore scorer
+}
+
+// scorer turns free and used amounts into 0-100 by a scoring strategy.
+type scorer struct {
+	most              bool
+	cpuWeight, memWgt int64
+}
+
+func newScorer(s *config.ResourceScoringStrategy) scorer {
+	sc := scorer{most: s.Type == config.MostAllocated}
+	for _, r := range s.Resources {
+		switch r.Name {
+		case corev1.ResourceCPU:
+			sc.cpuWeight = r.Weight
+		case corev1.ResourceMemory:
+			sc.memWgt = r.Weight
+		}
+	}
+	return sc
+}
+
+// fraction scores one resource after placing request: free share with
+// LeastAllocated, used share with MostAllocated.
+func (s scorer) fraction(capacity, used, request int64) int64 {
+	if capacity <= 0 {
+		return 0
+	}
+	used += request
+	if !s.most {
+		used = capacity - used
+	}
+	return min(max(used*maxNodeScore/capacity, 0), maxNodeScore)
+}
+
+// Name returns the plugin's name.
+func (p *Plugin) Name() string { return Name }
+
+// New builds the plugin from its typed args and starts watching topologies
+// and pods, so that its view of every node is rebuilt from the API server.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, ok := obj.(*config.NodeNUMAResourceArgs)
+	if !ok {
+		return nil, fmt.Errorf("want args of type NodeNUMAResourceArgs, got %T", obj)
+	}
+	if err := validation.ValidateNodeNUMAResourceArgs(nil, args); err != nil {
+		return nil, err
+	}
+	p := newPlugin(args, h)
+	topologySynced, err := p.watchTopology(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.onPod(ctx, obj) },
+		UpdateFunc: func(_, obj any) { p.onPod(ctx, obj) },
+		DeleteFunc: p.onPodDelete,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.synced = append(p.synced, topologySynced, reg.HasSynced)
+	return p, nil
+}
+
+func newPlugin(args *config.NodeNUMAResourceArgs, h fwk.Handle) *Plugin {
+	return &Plugin{
+		handle:    h,
+		args:      args,
+		state:     NewState(),
+		waiting:   map[types.UID]*corev1.Pod{},
+		nodeScore: newScorer(args.ScoringStrategy),
+		numaScore: newScorer(args.NUMAScoringStrategy),
+	}
+}
+
+func (p *Plugin) onPod(ctx context.Context, obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if err := p.state.ObservePod(pod); err != nil {
+		// The pod keeps what it held; an operator must fix the annotation.
+		klog.FromContext(ctx).Error(err, "Cannot account a pod's CPUs", "pod", klog.KObj(pod))
+		if rec := p.handle.EventRecorder(); rec != nil {
+			rec.Eventf(pod, nil, corev1.EventTypeWarning, "InvalidResourceStatus", "Scheduling", err.Error())
+		}
+	}
+}
+
+func (p *Plugin) onPodDelete(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		p.state.Forget(pod.UID)
+		p.waitMu.Lock()
+		delete(p.waiting, pod.UID)
+		p.waitMu.Unlock()
+	}
+}
+
+// topologyChanged retries the pods that waited for a node's topology.
+func (p *Plugin) topologyChanged(logger klog.Logger) {
+	p.waitMu.Lock()
+	if len(p.waiting) == 0 {
+		p.waitMu.Unlock()
+		return
+	}
+	pods := make(map[string]*corev1.Pod, len(p.waiting))
+	for _, pod := range p.waiting {
+		pods[pod.Namespace+"/"+pod.Name] = pod
+	}
+	p.waiting = map[types.UID]*corev1.Pod{}
+	p.waitMu.Unlock()
+	p.handle.Activate(logger, pods)
+}
+
+func (p *Plugin) waitForTopology(pod *corev1.Pod) {
+	p.waitMu.Lock()
+	p.waiting[pod.UID] = pod
+	p.waitMu.Unlock()
+}
+
+// EventsToRegister: CPUs free up when a pod leaves, and a node's labels decide
+// its bind and NUMA policies. Topology changes re-activate the pods that
+// waited for them directly (ConfigMaps are not scheduler events).
+func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
+	}, nil
+}
+
+type podState struct{ req *podRequest }
+
+func (s *podState) Clone() fwk.StateData { return s }
+
+// reserved is what Reserve chose, for PreBind to write and Unreserve to undo.
+type reserved struct {
+	alloc  Allocation
+	status string
+}
+
+func (r *reserved) Clone() fwk.StateData { return r }
+
+// PreFilter reads the pod once; pods that can bind CPUs nowhere skip the plugin.
+func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if !p.ready.Load() {
+		if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
+			return nil, fwk.AsStatus(errors.New("pods and node topologies are not synced yet"))
+		}
+		p.ready.Store(true)
+	}
+	req, err := newPodRequest(pod, p.args.DefaultCPUBindPolicy)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	if !req.mayBind() && req.numaPolicy == extension.NUMATopologyPolicyNone {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	cs.Write(podStateKey, &podState{req: req})
+	return nil, nil
+}
+
+// PreFilterExtensions: the plugin does not track other pods' requests per cycle.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+func readPodState(cs fwk.CycleState) (*podRequest, *fwk.Status) {
+	d, err := cs.Read(podStateKey)
+	if err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("reading %q from cycle state: %w", podStateKey, err))
+	}
+	return d.(*podState).req, nil
+}
+
+// Filter keeps a binding pod off nodes that cannot give it the CPUs its
+// policies ask for, saying which policy and count failed.
+func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	req, status := readPodState(cs)
+	if status != nil {
+		return status
+	}
+	b, err := req.on(nodeInfo.Node())
+	if err != nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	if b == nil {
+		return nil
+	}
+	view, err := p.state.View(nodeInfo.Node().Name)
+	if err != nil {
+		p.waitForTopology(pod)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	if _, err := fit(view, req, b, false); err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	return nil
+}
+
+// placement is a feasible way to bind a pod on one node.
+type placement struct {
+	available cpuset.CPUSet
+	caps      []NUMACapacity
+	req       Request
+}
+
+// fit narrows a node's available CPUs to those the pod may use (exclusivity,
+// NUMA memory) and checks the count; the error names what is missing.
+func fit(view *NodeView, r *podRequest, b *binding, pack bool) (*placement, error) {
+	topo := view.Topo
+	pl := &placement{available: view.Available, caps: view.Caps,
+		req: Request{Count: b.count, Policy: b.policy, Pack: pack}}
+	masked := false
+	var why []string
+	switch r.exclusive {
+	case extension.CPUExclusivePolicyPCPULevel:
+		if pl.available.Intersection(view.PCPUExclusive).Size() > 0 {
+			pl.available, masked = pl.available.Difference(view.PCPUExclusive), true
+			why = append(why, fmt.Sprintf("cores of CPUs %s hold PCPULevel-exclusive pods", view.PCPUExclusive))
+		}
+	case extension.CPUExclusivePolicyNUMANodeLevel:
+		var ids []int
+		for _, id := range topo.NUMANodes() {
+			if view.NUMAExclusive[id] {
+				pl.available, masked = pl.available.Difference(topo.NUMACPUs(id)), true
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > 0 {
+			why = append(why, fmt.Sprintf("NUMA nodes %v hold NUMANodeLevel-exclusive pods", ids))
+		}
+	}
+	switch b.numaPolicy {
+	case extension.NUMATopologyPolicySingleNUMANode:
+		pl.req.SingleNUMANode = true
+	case extension.NUMATopologyPolicyRestricted:
+		// Restricted: no more NUMA nodes than the pod's size needs.
+		pl.req.SingleNUMANode = fitsOneNUMANode(topo, pl.req)
+	}
+	if pl.req.SingleNUMANode && r.memory > 0 {
+		var short []int
+		for _, id := range topo.NUMANodes() {
+			if view.MemoryFree[id] < r.memory {
+				pl.available, masked = pl.available.Difference(topo.NUMACPUs(id)), true
+				short = append(short, id)
+			}
+		}
+		if len(short) > 0 {
+			why = append(why, fmt.Sprintf("NUMA nodes %v have less than %s memory free", short, resource.NewQuantity(r.memory, resource.BinarySI)))
+		}
+	}
+	if masked {
+		pl.caps = topo.Capacity(pl.available)
+	}
+	if err := Fits(pl.caps, topo.ThreadsPerCore(), pl.req); err != nil {
+		msg := fmt.Sprintf("cannot bind %d CPUs by %s", b.count, b.policy)
+		if pl.req.SingleNUMANode {
+			msg += " on a single NUMA node (" + string(b.numaPolicy) + ")"
+		}
+		msg += ": " + err.Error()
+		for _, w := range why {
+			msg += "; " + w
+		}
+		return nil, errors.New(msg)
+	}
+	return pl, nil
+}
+
+func fitsOneNUMANode(topo *Topology, req Request) bool {
+	for _, id := range topo.NUMANodes() {
+		size := topo.NUMACPUs(id).Size()
+		if req.Policy != extension.CPUBindPolicySpreadByPCPUs {
+			size = topo.NUMACores(id) * topo.ThreadsPerCore()
+		}
+		if req.Count <= size {
+			return true
+		}
+	}
+	return false
+}
+
+// PreScore skips scoring when no candidate node would bind the pod's CPUs.
+func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	req, status := readPodState(cs)
+	if status != nil {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	for _, n := range nodes {
+		if b, err := req.on(n.Node()); err == nil && b != nil {
+			return nil
+		}
+	}
+	return fwk.NewStatus(fwk.Skip)
+}
+
+// Score prefers nodes by the scoring strategy (free or used CPUs and NUMA
+// memory after placing the pod) and, among them, nodes where the pod fits in
+// one NUMA node, by the NUMA scoring strategy.
+func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	req, status := readPodState(cs)
+	if status != nil {
+		return 0, status
+	}
+	b, err := req.on(nodeInfo.Node())
+	if err != nil || b == nil {
+		return 0, nil
+	}
+	view, err := p.state.View(nodeInfo.Node().Name)
+	if err != nil {
+		return 0, nil
+	}
+	pl, err := fit(view, req, b, p.numaScore.most)
+	if err != nil {
+		return 0, nil
+	}
+	return (p.scoreNode(view, b, req) + p.scoreNUMA(view.Topo, pl)) / 2, nil
+}
+
+func (p *Plugin) scoreNode(view *NodeView, b *binding, r *podRequest) int64 {
+	s := p.nodeScore
+	var sum, weights int64
+	if s.cpuWeight > 0 {
+		capacity := int64(view.Allocatable.Size())
+		used := capacity - int64(view.Available.Size())
+		sum += s.cpuWeight * s.fraction(capacity, used, int64(b.count))
+		weights += s.cpuWeight
+	}
+	if s.memWgt > 0 && view.MemoryTotal > 0 {
+		used := view.MemoryTotal
+		for _, free := range view.MemoryFree {
+			used -= free
+		}
+		sum += s.memWgt * s.fraction(view.MemoryTotal, used, r.memory)
+		weights += s.memWgt
+	}
+	if weights == 0 {
+		return 0
+	}
+	return sum / weights
+}
+
+// scoreNUMA is 0 when the pod must span NUMA nodes; otherwise the best NUMA
+// node that can hold it, scored by the NUMA strategy.
+func (p *Plugin) scoreNUMA(topo *Topology, pl *placement) int64 {
+	full := pl.req.Policy != extension.CPUBindPolicySpreadByPCPUs
+	need := int64(pl.req.Count)
+	if full {
+		need /= int64(topo.ThreadsPerCore())
+	}
+	best := int64(0)
+	for _, c := range pl.caps {
+		have, size := int64(c.FreeCPUs), int64(topo.NUMACPUs(c.ID).Size())
+		if full {
+			have, size = int64(c.FreeCores), int64(topo.NUMACores(c.ID))
+		}
+		if have < need {
+			continue
+		}
+		best = max(best, p.numaScore.fraction(size, size-have, need), 1)
+	}
+	return best
+}
+
+// ScoreExtensions: scores are already 0-100.
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// Reserve picks the concrete CPUs and holds them, so that no other pod
+// (including one in a parallel binding cycle) can be given them.
+func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	d, err := cs.Read(podStateKey)
+	if err != nil {
+		return nil // PreFilter skipped the pod
+	}
+	req := d.(*podState).req
+	nodeInfo, err := p.handle.SnapshotSharedLister().NodeInfos().Get(nodeName)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	b, err := req.on(nodeInfo.Node())
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	if b == nil {
+		return nil
+	}
+	view, err := p.state.View(nodeName)
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	pl, err := fit(view, req, b, p.numaScore.most)
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	cpus, err := view.Topo.Choose(pl.available, pl.req)
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	alloc := Allocation{CPUs: cpus, Exclusive: req.exclusive, Memory: splitMemory(view.Topo, cpus, req.memory)}
+	status, err := resourceStatus(view.Topo, alloc)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if err := p.state.Assume(nodeName, pod.UID, alloc); err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	cs.Write(reservedKey, &reserved{alloc: alloc, status: status})
+	klog.FromContext(ctx).V(4).Info("Reserved CPUs", "pod", klog.KObj(pod), "node", nodeName, "cpuset", cpus.String())
+	return nil
+}
+
+// splitMemory charges the pod's memory to the NUMA nodes of its CPUs, in
+// proportion to its CPUs on each (the first takes the remainder).
+func splitMemory(topo *Topology, cpus cpuset.CPUSet, memory int64) map[int]int64 {
+	if memory <= 0 || cpus.IsEmpty() {
+		return nil
+	}
+	perNUMA := map[int]int64{}
+	for _, c := range cpus.UnsortedList() {
+		perNUMA[topo.NUMANodeOf(c)]++
+	}
+	out := make(map[int]int64, len(perNUMA))
+	var given int64
+	first := -1
+	for _, id := range topo.NUMANodes() {
+		if n := perNUMA[id]; n > 0 {
+			out[id] = memory * n / int64(cpus.Size())
+			given += out[id]
+			if first < 0 {
+				first = id
+			}
+		}
+	}
+	out[first] += memory - given
+	return out
+}
+
+func resourceStatus(topo *Topology, a Allocation) (string, error) {
+	var st extension.ResourceStatus
+	st.SetCPUs(a.CPUs)
+	perNUMA := map[int]int64{}
+	for _, c := range a.CPUs.UnsortedList() {
+		perNUMA[topo.NUMANodeOf(c)]++
+	}
+	for _, id := range topo.NUMANodes() {
+		if perNUMA[id] == 0 {
+			continue
+		}
+		res := corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(perNUMA[id], resource.DecimalSI)}
+		if m := a.Memory[id]; m > 0 {
+			res[corev1.ResourceMemory] = *resource.NewQuantity(m, resource.BinarySI)
+		}
+		st.NUMANodeResources = append(st.NUMANodeResources, extension.NUMANodeResource{Node: int32(id), Resources: res})
+	}
+	return st.Marshal()
+}
+
+// Unreserve releases the CPUs Reserve held.
+func (p *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
+	if _, err := cs.Read(reservedKey); err == nil {
+		p.state.Forget(pod.UID)
+	}
+}
+
+// PreBindPreFlight skips PreBind for pods that bind no CPUs.
+func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if _, err := cs.Read(reservedKey); err != nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+}
+
+// PreBind writes the chosen CPUs on the pod for koordlet, before the pod is
+// bound, so that a bound pod always says which CPUs it holds.
+func (p *Plugin) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	d, err := cs.Read(reservedKey)
+	if err != nil {
+		return nil
+	}
+	r := d.(*reserved)
+	if !p.state.StillAssumed(pod.UID) {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("CPUs %s were bound to another pod meanwhile", r.alloc.CPUs))
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{extension.AnnotationResourceStatus: r.status}}})
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if _, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fwk.AsStatus(fmt.Errorf("writing annotation %s: %w", extension.AnnotationResourceStatus, err))
+	}
+	return nil
+}

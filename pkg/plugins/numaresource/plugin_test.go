@@ -1,0 +1,457 @@
+package numaresource
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/cpuset"
+	"k8s.io/utils/ptr"
+
+	"github.com/koord-project/koord/apis/config"
+	configv1 "github.com/koord-project/koord/apis/config/v1"
+	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/internal/topologytest"
+)
+
+const gi = int64(1) << 30
+
+func defaultArgs(t testing.TB, mutate func(*configv1.NodeNUMAResourceArgs)) *config.NodeNUMAResourceArgs {
+	v1 := &configv1.NodeNUMAResourceArgs{}
+	if mutate != nil {
+		mutate(v1)
+	}
+	configv1.SetDefaults_NodeNUMAResourceArgs(v1)
+	out := &config.NodeNUMAResourceArgs{}
+	if err := configv1.Convert_v1_NodeNUMAResourceArgs_To_config_NodeNUMAResourceArgs(v1, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// testHandle gives the plugin a node snapshot, a fake client for PreBind, an
+// event recorder and a record of activated pods.
+type testHandle struct {
+	fwk.Handle
+	snapshot  *schedcache.Snapshot
+	client    *fake.Clientset
+	rec       *events.FakeRecorder
+	mu        sync.Mutex
+	activated []string
+}
+
+func (h *testHandle) SnapshotSharedLister() fwk.SharedLister    { return h.snapshot }
+func (h *testHandle) ClientSet() kubernetes.Interface            { return h.client }
+func (h *testHandle) EventRecorder() events.EventRecorderLogger { return h.rec }
+func (h *testHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k := range pods {
+		h.activated = append(h.activated, k)
+	}
+}
+
+type fixture struct {
+	t     testing.TB
+	p     *Plugin
+	h     *testHandle
+	nodes map[string]*corev1.Node
+}
+
+// newFixture builds the plugin over nodes; each node with a topology gets it
+// as koordlet would publish it.
+func newFixture(t testing.TB, args *config.NodeNUMAResourceArgs, nodes ...*corev1.Node) *fixture {
+	h := &testHandle{snapshot: schedcache.NewSnapshot(nil, nodes), client: fake.NewClientset(), rec: events.NewFakeRecorder(100)}
+	f := &fixture{t: t, p: newPlugin(args, h), h: h, nodes: map[string]*corev1.Node{}}
+	f.p.ready.Store(true)
+	for _, n := range nodes {
+		f.nodes[n.Name] = n
+	}
+	return f
+}
+
+func (f *fixture) publish(node string, info *extension.NUMAInfo) {
+	cm, err := extension.NewNUMAInfoConfigMap(node, info)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.p.onConfigMap(klog.Background(), cm, false)
+}
+
+func node(name string, labels map[string]string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+// lsr is a prod LSR pod (Guaranteed) asking for cpu and memory.
+func lsr(name, cpu, mem string, annotations map[string]string) *corev1.Pod {
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	if mem != "" {
+		res[corev1.ResourceMemory] = resource.MustParse(mem)
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name),
+			Labels: map[string]string{extension.LabelPodQoS: "LSR"}, Annotations: annotations},
+		Spec: corev1.PodSpec{Priority: ptr.To[int32](9000),
+			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
+	}
+}
+
+func withPriority(p *corev1.Pod, prio int32) *corev1.Pod { p.Spec.Priority = &prio; return p }
+
+func withQoS(p *corev1.Pod, q string) *corev1.Pod { p.Labels[extension.LabelPodQoS] = q; return p }
+
+// cycle runs PreFilter and Filter on every node; it returns the PreFilter
+// status (nil unless it failed or skipped) and each node's Filter status.
+func (f *fixture) cycle(pod *corev1.Pod) (fwk.CycleState, *fwk.Status, map[string]*fwk.Status) {
+	cs := framework.NewCycleState()
+	_, st := f.p.PreFilter(context.Background(), cs, pod, nil)
+	if !st.IsSuccess() {
+		return cs, st, nil
+	}
+	out := map[string]*fwk.Status{}
+	for name, n := range f.nodes {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(n)
+		out[name] = f.p.Filter(context.Background(), cs, pod, ni)
+	}
+	return cs, nil, out
+}
+
+// schedule places pod on the node: Filter, Reserve, PreBind. It returns the
+// resource-status PreBind wrote.
+func (f *fixture) schedule(pod *corev1.Pod, nodeName string) (*extension.ResourceStatus, error) {
+	ctx := context.Background()
+	if _, err := f.h.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	cs, st, filtered := f.cycle(pod)
+	if st != nil {
+		return nil, st.AsError()
+	}
+	if s := filtered[nodeName]; !s.IsSuccess() {
+		return nil, s.AsError()
+	}
+	if s := f.p.Reserve(ctx, cs, pod, nodeName); !s.IsSuccess() {
+		return nil, s.AsError()
+	}
+	if _, s := f.p.PreBindPreFlight(ctx, cs, pod, nodeName); s.IsSkip() {
+		return &extension.ResourceStatus{}, nil
+	}
+	if s := f.p.PreBind(ctx, cs, pod, nodeName); !s.IsSuccess() {
+		return nil, s.AsError()
+	}
+	got, err := f.h.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	// The informer would now deliver the bound pod.
+	got.Spec.NodeName = nodeName
+	if err := f.p.state.ObservePod(got); err != nil {
+		return nil, err
+	}
+	return extension.GetResourceStatus(got.Annotations)
+}
+
+func mustSchedule(t *testing.T, f *fixture, pod *corev1.Pod, node string) *extension.ResourceStatus {
+	t.Helper()
+	st, err := f.schedule(pod, node)
+	if err != nil {
+		t.Fatalf("scheduling %s on %s: %v", pod.Name, node, err)
+	}
+	return st
+}
+
+func TestWhoBinds(t *testing.T) {
+	spec := func(s string) map[string]string { return map[string]string{extension.AnnotationResourceSpec: s} }
+	for _, tc := range []struct {
+		name    string
+		pod     *corev1.Pod
+		policy  extension.CPUBindPolicy
+		wantErr string
+	}{
+		{"LSR prod whole CPUs", lsr("p", "2", "", nil), extension.CPUBindPolicyFullPCPUs, ""},
+		{"LSE prod", withQoS(lsr("p", "2", "", nil), "LSE"), extension.CPUBindPolicyFullPCPUs, ""},
+		{"LSR prod fractional does not bind", lsr("p", "1500m", "", nil), "", ""},
+		{"LSR mid priority does not bind", withPriority(lsr("p", "2", "", nil), 7000), "", ""},
+		{"LS does not bind", withQoS(lsr("p", "2", "", nil), "LS"), "", ""},
+		{"preferred Spread", withQoS(lsr("p", "2", "", spec(`{"preferredCPUBindPolicy":"SpreadByPCPUs"}`)), "LS"), extension.CPUBindPolicySpreadByPCPUs, ""},
+		{"Default is the args' default", lsr("p", "2", "", spec(`{"preferredCPUBindPolicy":"Default"}`)), extension.CPUBindPolicyFullPCPUs, ""},
+		{"ConstrainedBurst is koordlet's", lsr("p", "2", "", spec(`{"preferredCPUBindPolicy":"ConstrainedBurst"}`)), "", ""},
+		{"fractional with a policy", lsr("p", "1500m", "", spec(`{"preferredCPUBindPolicy":"FullPCPUs"}`)), "", "requests 1500m CPU, but binding CPUs (FullPCPUs, from preferredCPUBindPolicy in annotation scheduling.koordinator.sh/resource-spec) needs a whole number of CPUs"},
+		{"malformed resource-spec", lsr("p", "2", "", spec(`{"preferredCPUBindPolicy":`)), "", "annotation scheduling.koordinator.sh/resource-spec"},
+		{"unknown policy", lsr("p", "2", "", spec(`{"requiredCPUBindPolicy":"Pinned"}`)), "", `requiredCPUBindPolicy "Pinned" is not one of`},
+		{"malformed numa-topology-spec", lsr("p", "2", "", map[string]string{extension.AnnotationNUMATopologySpec: `{"numaTopologyPolicy":"Nearest"}`}), "", "annotation scheduling.koordinator.sh/numa-topology-spec"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := newPodRequest(tc.pod, extension.CPUBindPolicyFullPCPUs)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.policy != tc.policy {
+				t.Errorf("policy %q, want %q", r.policy, tc.policy)
+			}
+		})
+	}
+}
+
+func TestNodePolicies(t *testing.T) {
+	full := node("full", map[string]string{extension.LabelNodeCPUBindPolicy: "FullPCPUsOnly"})
+	spreadNode := node("spread", map[string]string{extension.LabelNodeCPUBindPolicy: "SpreadByPCPUs"})
+	single := node("single", map[string]string{extension.LabelNodeNUMATopologyPolicy: "SingleNUMANode"})
+	bad := node("bad", map[string]string{extension.LabelNodeCPUBindPolicy: "Always"})
+
+	ls := func() *podRequest {
+		r, err := newPodRequest(withQoS(lsr("p", "2", "", nil), "LS"), extension.CPUBindPolicyFullPCPUs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if b, err := ls().on(full); err != nil || b == nil || b.policy != extension.CPUBindPolicyFullPCPUs {
+		t.Errorf("LS pod with 2 CPUs on a FullPCPUsOnly node: %+v, %v; want FullPCPUs", b, err)
+	}
+	if b, _ := ls().on(node("plain", nil)); b != nil {
+		t.Errorf("LS pod on a plain node binds: %+v", b)
+	}
+	if b, _ := ls().on(spreadNode); b == nil || b.policy != extension.CPUBindPolicySpreadByPCPUs {
+		t.Errorf("on a SpreadByPCPUs node: %+v", b)
+	}
+	be, _ := newPodRequest(withQoS(lsr("p", "2", "", nil), "BE"), extension.CPUBindPolicyFullPCPUs)
+	if b, _ := be.on(full); b != nil {
+		t.Errorf("BE pod binds on a FullPCPUsOnly node: %+v", b)
+	}
+	required, _ := newPodRequest(lsr("p", "2", "", map[string]string{extension.AnnotationResourceSpec: `{"requiredCPUBindPolicy":"SpreadByPCPUs"}`}), extension.CPUBindPolicyFullPCPUs)
+	if _, err := required.on(full); err == nil || !strings.Contains(err.Error(), "requires SpreadByPCPUs") || !strings.Contains(err.Error(), "node.koordinator.sh/cpu-bind-policy=FullPCPUsOnly") {
+		t.Errorf("required policy vs node policy: %v", err)
+	}
+	if _, err := ls().on(bad); err == nil || !strings.Contains(err.Error(), "label node.koordinator.sh/cpu-bind-policy") {
+		t.Errorf("malformed node label: %v", err)
+	}
+	restricted, _ := newPodRequest(lsr("p", "2", "", map[string]string{extension.AnnotationNUMATopologySpec: `{"numaTopologyPolicy":"Restricted"}`}), extension.CPUBindPolicyFullPCPUs)
+	if _, err := restricted.on(single); err == nil || !strings.Contains(err.Error(), "NUMA policy Restricted") || !strings.Contains(err.Error(), "SingleNUMANode (label node.koordinator.sh/numa-topology-policy)") {
+		t.Errorf("pod vs node NUMA policy: %v", err)
+	}
+	if b, _ := ls().on(single); b != nil {
+		t.Errorf("a NUMA policy alone does not make a pod bind: %+v", b)
+	}
+	lsrReq, _ := newPodRequest(lsr("p", "2", "", nil), extension.CPUBindPolicyFullPCPUs)
+	if b, _ := lsrReq.on(single); b == nil || b.numaPolicy != extension.NUMATopologyPolicySingleNUMANode {
+		t.Errorf("node NUMA policy applies to binding pods: %+v", b)
+	}
+}
+
+func TestFilterReasons(t *testing.T) {
+	f := newFixture(t, defaultArgs(t, nil), node("n1", nil), node("missing", nil), node("broken", nil))
+	f.publish("n1", topologytest.Linux(1, 2, 4, 2, 8*gi)) // 2 NUMA × 4 cores × 2 threads
+	f.p.onConfigMap(klog.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "broken-numa-info"},
+		Data: map[string]string{"cpu-topology": `{"detail":[{"id":0`, "numa-nodes": `[]`}}, false)
+
+	_, _, st := f.cycle(lsr("p", "4", "1Gi", nil))
+	if !st["n1"].IsSuccess() {
+		t.Errorf("n1: %v", st["n1"].AsError())
+	}
+	if s := st["missing"]; s.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(s.Message(), "configmap kube-system/missing-numa-info not found") {
+		t.Errorf("no ConfigMap: %v", s.AsError())
+	}
+	if s := st["broken"]; s.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(s.Message(), "configmap kube-system/broken-numa-info key cpu-topology") {
+		t.Errorf("malformed ConfigMap: %v", s.AsError())
+	}
+	// A pod with whole CPUs binds only on labelled nodes: elsewhere it needs no topology.
+	if _, _, st := f.cycle(withQoS(lsr("ls", "4", "", nil), "LS")); !st["missing"].IsSuccess() || !st["broken"].IsSuccess() {
+		t.Errorf("LS pod on unlabelled nodes without topology: %v, %v", st["missing"].AsError(), st["broken"].AsError())
+	}
+	// Pods that bind nothing skip the plugin, whatever the nodes' topology.
+	if _, s, _ := f.cycle(withQoS(lsr("ls", "1500m", "", nil), "LS")); !s.IsSkip() {
+		t.Errorf("non-binding pod: PreFilter %v, want Skip", s)
+	}
+
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want string
+	}{
+		{lsr("odd", "3", "", nil), "FullPCPUs needs a multiple of 2 CPUs (threads per core) on this node, got 3"},
+		{lsr("huge", "18", "", nil), "the node has 8 free whole cores, 9 needed"},
+		{lsr("single", "10", "", map[string]string{extension.AnnotationNUMATopologySpec: `{"numaTopologyPolicy":"SingleNUMANode"}`}),
+			"cannot bind 10 CPUs by FullPCPUs on a single NUMA node (SingleNUMANode): no NUMA node has 5 free whole cores (the most any has is 4)"},
+		{lsr("memory", "2", "9Gi", map[string]string{extension.AnnotationNUMATopologySpec: `{"numaTopologyPolicy":"SingleNUMANode"}`}),
+			"NUMA nodes [0 1] have less than 9Gi memory free"},
+	} {
+		_, _, st := f.cycle(tc.pod)
+		if s := st["n1"]; s.Code() != fwk.Unschedulable || !strings.Contains(s.Message(), tc.want) {
+			t.Errorf("%s: %v, want Unschedulable with %q", tc.pod.Name, s.AsError(), tc.want)
+		}
+	}
+	// The waiting pods come back when a topology arrives.
+	f.publish("missing", topologytest.Linux(1, 1, 2, 1, gi))
+	if !slices.Contains(f.h.activated, "default/p") {
+		t.Errorf("activated %v, want default/p", f.h.activated)
+	}
+	_, _, st = f.cycle(lsr("p", "2", "", nil))
+	if !st["missing"].IsSuccess() {
+		t.Errorf("after publishing: %v", st["missing"].AsError())
+	}
+}
+
+// Sixteen 2-CPU pods fill 2 NUMA × 8 cores × 2 threads: each gets a whole
+// core, none shares, the annotation says which NUMA node, and Unreserve and
+// deletion give CPUs back.
+func TestReserveAndPreBind(t *testing.T) {
+	f := newFixture(t, defaultArgs(t, nil), node("n1", nil))
+	f.publish("n1", topologytest.Linux(1, 2, 8, 2, 32*gi))
+	held := cpuset.New()
+	for i := 0; i < 16; i++ {
+		st := mustSchedule(t, f, lsr(fmt.Sprintf("p%d", i), "2", "1Gi", nil), "n1")
+		cpus := st.CPUs()
+		if cpus.Size() != 2 || !cpus.Intersection(held).IsEmpty() {
+			t.Fatalf("pod %d got %s (held so far %s)", i, cpus, held)
+		}
+		held = held.Union(cpus)
+		if len(st.NUMANodeResources) != 1 {
+			t.Fatalf("pod %d spans NUMA nodes: %+v", i, st.NUMANodeResources)
+		}
+		r := st.NUMANodeResources[0].Resources
+		if r.Cpu().Value() != 2 || r.Memory().Value() != gi {
+			t.Errorf("pod %d numaNodeResources %v, want cpu 2, memory 1Gi", i, r)
+		}
+	}
+	if _, err := f.schedule(lsr("p16", "2", "", nil), "n1"); err == nil || !strings.Contains(err.Error(), "the node has 0 free whole cores, 1 needed") {
+		t.Errorf("17th pod: %v", err)
+	}
+	// Unreserve (a later plugin failed) gives the CPUs back.
+	f.p.onPodDelete(lsr("p3", "2", "", nil))
+	pod := lsr("again", "2", "", nil)
+	cs, _, _ := f.cycle(pod)
+	if s := f.p.Reserve(context.Background(), cs, pod, "n1"); !s.IsSuccess() {
+		t.Fatalf("after a deletion: %v", s.AsError())
+	}
+	f.p.Unreserve(context.Background(), cs, pod, "n1")
+	if f.p.state.Held("n1").Size() != 30 {
+		t.Errorf("after Unreserve %d CPUs held, want 30", f.p.state.Held("n1").Size())
+	}
+}
+
+func TestExclusivePolicies(t *testing.T) {
+	f := newFixture(t, defaultArgs(t, nil), node("n1", nil))
+	f.publish("n1", topologytest.Linux(1, 2, 4, 2, 8*gi))
+	spec := func(excl string) map[string]string {
+		return map[string]string{extension.AnnotationResourceSpec: `{"preferredCPUBindPolicy":"SpreadByPCPUs","preferredCPUExclusivePolicy":"` + excl + `"}`}
+	}
+	// PCPULevel SpreadByPCPUs pods never share a physical core.
+	a := mustSchedule(t, f, lsr("a", "2", "", spec("PCPULevel")), "n1").CPUs()
+	b := mustSchedule(t, f, lsr("b", "2", "", spec("PCPULevel")), "n1").CPUs()
+	topo := linuxTopology(t, 1, 2, 4, 2)
+	if !topo.CoresOf(a).Intersection(topo.CoresOf(b)).IsEmpty() {
+		t.Errorf("PCPULevel pods share a core: %s and %s", a, b)
+	}
+	// NUMANodeLevel pods take different NUMA nodes; a third has none left.
+	c := mustSchedule(t, f, lsr("c", "2", "", spec("NUMANodeLevel")), "n1").CPUs()
+	d := mustSchedule(t, f, lsr("d", "2", "", spec("NUMANodeLevel")), "n1").CPUs()
+	if topo.NUMANodeOf(c.List()[0]) == topo.NUMANodeOf(d.List()[0]) {
+		t.Errorf("NUMANodeLevel pods on one NUMA node: %s and %s", c, d)
+	}
+	if _, err := f.schedule(lsr("e", "2", "", spec("NUMANodeLevel")), "n1"); err == nil || !strings.Contains(err.Error(), "NUMA nodes [0 1] hold NUMANodeLevel-exclusive pods") {
+		t.Errorf("third NUMANodeLevel pod: %v", err)
+	}
+	// A non-exclusive pod may still use what is left.
+	mustSchedule(t, f, lsr("g", "2", "", spec("None")), "n1")
+}
+
+func TestScoring(t *testing.T) {
+	score := func(f *fixture, pod *corev1.Pod, name string) int64 {
+		cs, _, _ := f.cycle(pod)
+		ni := framework.NewNodeInfo()
+		ni.SetNode(f.nodes[name])
+		s, st := f.p.Score(context.Background(), cs, pod, ni)
+		if !st.IsSuccess() {
+			t.Fatal(st.AsError())
+		}
+		return s
+	}
+	setup := func(strategy string) *fixture {
+		f := newFixture(t, defaultArgs(t, func(a *configv1.NodeNUMAResourceArgs) {
+			a.ScoringStrategy = &configv1.ResourceScoringStrategy{Type: configv1.ScoringType(strategy)}
+		}), node("empty", nil), node("busy", nil))
+		f.publish("empty", topologytest.Linux(1, 2, 4, 2, 8*gi))
+		f.publish("busy", topologytest.Linux(1, 2, 4, 2, 8*gi))
+		mustSchedule(t, f, lsr("x", "6", "4Gi", nil), "busy")
+		return f
+	}
+	least := setup("LeastAllocated")
+	pod := lsr("p", "2", "1Gi", nil)
+	if e, b := score(least, pod, "empty"), score(least, pod, "busy"); e <= b {
+		t.Errorf("LeastAllocated: empty %d, busy %d; want empty higher", e, b)
+	}
+	most := setup("MostAllocated")
+	if e, b := score(most, pod, "empty"), score(most, pod, "busy"); b <= e {
+		t.Errorf("MostAllocated: empty %d, busy %d; want busy higher", e, b)
+	}
+	// A pod that fits in one NUMA node scores above one that must span two.
+	f := newFixture(t, defaultArgs(t, nil), node("whole", nil), node("split", nil))
+	f.publish("whole", topologytest.Linux(1, 1, 8, 2, 16*gi))
+	f.publish("split", topologytest.Linux(1, 2, 4, 2, 8*gi))
+	big := lsr("big", "10", "", nil)
+	if w, s := score(f, big, "whole"), score(f, big, "split"); w <= s {
+		t.Errorf("one NUMA node %d, split %d: want one NUMA node higher", w, s)
+	}
+}
+
+// NUMA MostAllocated packs pods onto the fullest NUMA node that fits.
+func TestNUMAPacking(t *testing.T) {
+	f := newFixture(t, defaultArgs(t, func(a *configv1.NodeNUMAResourceArgs) {
+		a.NUMAScoringStrategy = &configv1.ResourceScoringStrategy{Type: "MostAllocated"}
+	}), node("n1", nil))
+	f.publish("n1", topologytest.Linux(1, 2, 4, 2, 8*gi))
+	topo := linuxTopology(t, 1, 2, 4, 2)
+	first := mustSchedule(t, f, lsr("a", "2", "", nil), "n1").CPUs()
+	second := mustSchedule(t, f, lsr("b", "2", "", nil), "n1").CPUs()
+	if topo.NUMANodeOf(first.List()[0]) != topo.NUMANodeOf(second.List()[0]) {
+		t.Errorf("MostAllocated spread pods over NUMA nodes: %s, %s", first, second)
+	}
+}
+
+// A bound pod the informer reports wins over an assumption on the same CPUs
+// (a handover between scheduler instances): the assumed pod fails PreBind.
+func TestBoundPodWinsOverAssumption(t *testing.T) {
+	f := newFixture(t, defaultArgs(t, nil), node("n1", nil))
+	f.publish("n1", topologytest.Linux(1, 1, 2, 1, gi))
+	pod := lsr("assumed", "1", "", nil)
+	if _, err := f.h.client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cs, _, _ := f.cycle(pod)
+	if s := f.p.Reserve(context.Background(), cs, pod, "n1"); !s.IsSuccess() {
+		t.Fatal(s.AsError())
+	}
+	other := lsr("bound-elsewhere", "1", "", map[string]string{extension.AnnotationResourceStatus: `{"cpuset":"0"}`})
+	other.Spec.NodeName = "n1"
+	if err := f.p.state.ObservePod(other); err != nil {
+		t.Fatalf("the bound pod must be recorded: %v", err)
+	}
+	if s := f.p.PreBind(context.Background(), cs, pod, "n1"); s.IsSuccess() {
+		t.Fatal("PreBind succeeded with CPUs another pod holds")
+	}
+	f.p.Unreserve(context.Background(), cs, pod, "n1")
+	if got := f.p.state.Held("n1"); !got.Equals(cpuset.New(0)) {
+		t.Errorf("held %s, want 0 (the bound pod's)", got)
+	}
+}

@@ -1,0 +1,353 @@
+package numaresource
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/cpuset"
+
+	"github.com/koord-project/koord/apis/extension"
+)
+
+// Allocation is what one pod holds on its node.
+type Allocation struct {
+	CPUs cpuset.CPUSet
+	// Exclusive keeps other pods with the same policy off this pod's cores
+	// (PCPULevel) or NUMA nodes (NUMANodeLevel).
+	Exclusive extension.CPUExclusivePolicy
+	// Memory is bytes of memory per NUMA node id.
+	Memory map[int]int64
+
+	// assumed is set from Reserve until the informer shows the pod bound.
+	assumed bool
+}
+
+func (a Allocation) empty() bool { return a.CPUs.IsEmpty() && len(a.Memory) == 0 }
+
+// State is the plugin's view of every node: its topology, from koordlet's
+// numa-info ConfigMap, and what each pod on it holds. It is rebuilt from the
+// API server (ConfigMaps and pods' resource-status annotations) and extended
+// by the scheduler's own assumptions between Reserve and binding. No CPU is
+// ever recorded for two pods: Assume checks and records under one lock.
+type State struct {
+	mu    sync.RWMutex
+	nodes map[string]*nodeState
+	// podNode finds a pod's node when only its UID is known (deletes).
+	podNode map[types.UID]string
+	// evicted are assumed pods whose CPUs turned out to belong to a bound pod.
+	evicted map[types.UID]bool
+}
+
+type nodeState struct {
+	// info and topo come from the numa-info ConfigMap; topoErr says why they
+	// are missing (not published yet, or malformed).
+	info    *extension.NUMAInfo
+	topo    *Topology
+	topoErr error
+
+	pods map[types.UID]Allocation
+	held cpuset.CPUSet
+	// view is derived from the above and rebuilt lazily after a change.
+	view *NodeView
+}
+
+// NodeView is a node's free capacity, computed once per change so that
+// Filter and Score only compare numbers. It is never modified once built.
+type NodeView struct {
+	Info *extension.NUMAInfo
+	Topo *Topology
+	// Allocatable is every CPU pods may be bound to: all CPUs less kubelet's
+	// reserved CPUs and the CPUs kubelet pinned for its own pods.
+	Allocatable cpuset.CPUSet
+	// Available is Allocatable less every CPU a pod holds.
+	Available cpuset.CPUSet
+	Caps      []NUMACapacity
+	// PCPUExclusive is every CPU on a core held by a PCPULevel pod;
+	// NUMAExclusive every NUMA node holding a NUMANodeLevel pod.
+	PCPUExclusive cpuset.CPUSet
+	NUMAExclusive map[int]bool
+	// MemoryFree is bytes of memory not yet given to pods, per NUMA node.
+	MemoryFree map[int]int64
+	// MemoryTotal is the memory of all NUMA nodes.
+	MemoryTotal int64
+}
+
+// NewState returns an empty state.
+func NewState() *State {
+	return &State{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, evicted: map[types.UID]bool{}}
+}
+
+// Conflict says that CPUs are already held by another pod.
+type Conflict struct {
+	Node   string
+	CPUs   cpuset.CPUSet
+	Holder types.UID
+}
+
+func (c *Conflict) Error() string {
+	return fmt.Sprintf("CPUs %s on node %s are already held by pod %s", c.CPUs, c.Node, c.Holder)
+}
+
+func (s *State) node(name string) *nodeState {
+	n := s.nodes[name]
+	if n == nil {
+		n = &nodeState{pods: map[types.UID]Allocation{}, held: cpuset.New(), topoErr: errNoTopology}
+		s.nodes[name] = n
+	}
+	return n
+}
+
+// errNoTopology is replaced by a message naming the node's ConfigMap.
+var errNoTopology = errors.New("not found")
+
+// SetTopology records a node's parsed numa-info ConfigMap, or the error that
+// parsing it gave (then the node cannot bind CPUs until it is fixed).
+func (s *State) SetTopology(node string, info *extension.NUMAInfo, err error) {
+	var topo *Topology
+	if err == nil {
+		topo, err = NewTopology(info.CPUTopology)
+		if err != nil {
+			err = fmt.Errorf("configmap %s/%s key %s: %w", extension.NUMAInfoNamespace, extension.NUMAInfoConfigMapName(node), extension.NUMAInfoKeyCPUTopology, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.node(node)
+	if err != nil {
+		n.info, n.topo, n.topoErr = nil, nil, err
+	} else {
+		n.info, n.topo, n.topoErr = info, topo, nil
+	}
+	n.view = nil
+}
+
+// RemoveTopology forgets a node's topology (its ConfigMap was deleted). What
+// pods hold there is kept: they still run.
+func (s *State) RemoveTopology(node string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.nodes[node]
+	if n == nil {
+		return
+	}
+	n.info, n.topo, n.topoErr, n.view = nil, nil, errNoTopology, nil
+	s.dropIfEmpty(node, n)
+}
+
+func (s *State) dropIfEmpty(name string, n *nodeState) {
+	if len(n.pods) == 0 && n.topo == nil && errors.Is(n.topoErr, errNoTopology) {
+		delete(s.nodes, name)
+	}
+}
+
+// Assume records what the scheduler chose for a pod in Reserve, unless any of
+// its CPUs is held by another pod (then it returns a *Conflict and records
+// nothing). Recording the same pod again replaces its previous allocation.
+func (s *State) Assume(node string, uid types.UID, a Allocation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a.assumed = true
+	return s.recordLocked(node, uid, a, false)
+}
+
+// recordLocked records a, failing on CPUs another pod holds. With
+// evictAssumed, CPUs held only by assumed (not yet bound) pods are taken from
+// them instead: a pod the API server shows bound is a fact, an assumption is
+// not (another scheduler instance may have bound it during a handover).
+func (s *State) recordLocked(node string, uid types.UID, a Allocation, evictAssumed bool) error {
+	n := s.node(node)
+	own := n.pods[uid].CPUs
+	if overlap := n.held.Difference(own).Intersection(a.CPUs); !overlap.IsEmpty() {
+		var evict []types.UID
+		for holder, held := range n.pods {
+			if holder == uid || held.CPUs.Intersection(overlap).IsEmpty() {
+				continue
+			}
+			if !evictAssumed || !held.assumed {
+				return &Conflict{Node: node, CPUs: held.CPUs.Intersection(overlap), Holder: holder}
+			}
+			evict = append(evict, holder)
+		}
+		for _, holder := range evict {
+			s.forgetLocked(holder)
+			s.evicted[holder] = true
+		}
+		n = s.node(node)
+	}
+	if prev, ok := s.podNode[uid]; ok && prev != node {
+		s.forgetLocked(uid)
+	}
+	n.held = n.held.Difference(n.pods[uid].CPUs).Union(a.CPUs)
+	n.pods[uid] = a
+	n.view = nil
+	s.podNode[uid] = node
+	delete(s.evicted, uid)
+	return nil
+}
+
+// StillAssumed says whether the CPUs assumed for a pod are still its own; they
+// are not once a pod bound elsewhere was found holding them.
+func (s *State) StillAssumed(uid types.UID) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return !s.evicted[uid]
+}
+
+// Forget releases whatever a pod holds (Unreserve, deletion, completion).
+func (s *State) Forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forgetLocked(uid)
+	delete(s.evicted, uid)
+}
+
+func (s *State) forgetLocked(uid types.UID) {
+	node, ok := s.podNode[uid]
+	if !ok {
+		return
+	}
+	delete(s.podNode, uid)
+	n := s.nodes[node]
+	if n == nil {
+		return
+	}
+	n.held = n.held.Difference(n.pods[uid].CPUs)
+	delete(n.pods, uid)
+	n.view = nil
+	s.dropIfEmpty(node, n)
+}
+
+// ObservePod records (or releases) what a pod holds, from its resource-status
+// and resource-spec annotations, as the pod informer delivers it. A pod that
+// finished holds nothing. A malformed annotation or a conflict with another
+// pod is returned and the pod's previous record is kept, so nothing is lost.
+func (s *State) ObservePod(pod *corev1.Pod) error {
+	if pod.Spec.NodeName == "" {
+		return nil
+	}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		s.Forget(pod.UID)
+		return nil
+	}
+	a, err := AllocationOf(pod)
+	if err != nil {
+		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if a.empty() {
+		// An assumed pod's annotation may not have arrived yet: keep what we hold.
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.recordLocked(pod.Spec.NodeName, pod.UID, a, true)
+}
+
+// AllocationOf reads what a bound pod holds from its annotations.
+func AllocationOf(pod *corev1.Pod) (Allocation, error) {
+	status, err := extension.GetResourceStatus(pod.Annotations)
+	if err != nil {
+		return Allocation{}, err
+	}
+	a := Allocation{CPUs: status.CPUs()}
+	for _, r := range status.NUMANodeResources {
+		if m, ok := r.Resources[corev1.ResourceMemory]; ok && !m.IsZero() {
+			if a.Memory == nil {
+				a.Memory = map[int]int64{}
+			}
+			a.Memory[int(r.Node)] = m.Value()
+		}
+	}
+	if !a.CPUs.IsEmpty() {
+		// The exclusivity a pod asked for binds it for as long as it runs.
+		spec, err := extension.GetResourceSpec(pod.Annotations)
+		if err != nil {
+			return Allocation{}, err
+		}
+		a.Exclusive = spec.PreferredCPUExclusivePolicy
+	}
+	return a, nil
+}
+
+// Held is every CPU held on a node.
+func (s *State) Held(node string) cpuset.CPUSet {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if n := s.nodes[node]; n != nil {
+		return n.held
+	}
+	return cpuset.New()
+}
+
+// View is a node's free capacity, or the error that keeps it from binding
+// CPUs (no numa-info ConfigMap, or a malformed one).
+func (s *State) View(node string) (*NodeView, error) {
+	s.mu.RLock()
+	n := s.nodes[node]
+	if n != nil && n.view != nil {
+		v := n.view
+		s.mu.RUnlock()
+		return v, nil
+	}
+	s.mu.RUnlock()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n = s.nodes[node]
+	if n == nil || n.topo == nil {
+		err := errNoTopology
+		if n != nil {
+			err = n.topoErr
+		}
+		if errors.Is(err, errNoTopology) {
+			return nil, fmt.Errorf("configmap %s/%s not found: koordlet has not published this node's CPU topology",
+				extension.NUMAInfoNamespace, extension.NUMAInfoConfigMapName(node))
+		}
+		return nil, err
+	}
+	if n.view == nil {
+		n.view = n.buildView()
+	}
+	return n.view, nil
+}
+
+func (n *nodeState) buildView() *NodeView {
+	v := &NodeView{
+		Info:          n.info,
+		Topo:          n.topo,
+		Allocatable:   Allocatable(n.info),
+		NUMAExclusive: map[int]bool{},
+		MemoryFree:    map[int]int64{},
+	}
+	v.Available = v.Allocatable.Difference(n.held)
+	v.Caps = n.topo.Capacity(v.Available)
+	for _, numa := range n.info.NUMANodes {
+		v.MemoryFree[int(numa.ID)] = numa.MemoryBytes
+		v.MemoryTotal += numa.MemoryBytes
+	}
+	var pcpu []int
+	for _, a := range n.pods {
+		for id, m := range a.Memory {
+			v.MemoryFree[id] -= m
+		}
+		switch a.Exclusive {
+		case extension.CPUExclusivePolicyPCPULevel:
+			pcpu = append(pcpu, n.topo.CoresOf(a.CPUs).UnsortedList()...)
+		case extension.CPUExclusivePolicyNUMANodeLevel:
+			for _, c := range a.CPUs.UnsortedList() {
+				v.NUMAExclusive[n.topo.NUMANodeOf(c)] = true
+			}
+		}
+	}
+	v.PCPUExclusive = cpuset.New(pcpu...)
+	return v
+}
+
+// Allocatable is what a node can hand out at all: its CPUs less kubelet's
+// reserved CPUs and the CPUs kubelet pinned for its own pods. info must come
+// from extension.ParseNUMAInfo.
+func Allocatable(info *extension.NUMAInfo) cpuset.CPUSet {
+	return info.AllCPUs().Difference(info.ReservedCPUs()).Difference(info.KubeletPinnedCPUs())
+}
