@@ -55,7 +55,7 @@ type testHandle struct {
 }
 
 func (h *testHandle) SnapshotSharedLister() fwk.SharedLister    { return h.snapshot }
-func (h *testHandle) ClientSet() kubernetes.Interface            { return h.client }
+func (h *testHandle) ClientSet() kubernetes.Interface           { return h.client }
 func (h *testHandle) EventRecorder() events.EventRecorderLogger { return h.rec }
 func (h *testHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
 	h.mu.Lock()
