@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/manifests"
 )
 
@@ -40,13 +42,16 @@ func main() {
 // The usage columns are what koordlet would report in each NodeMetric:
 // node-a is busy although little of it is requested, and LoadAwareScheduling
 // keeps new pods off it.
+// Each node's CPU topology (sockets × NUMA nodes per socket × cores per NUMA
+// node × threads) is what koordlet would publish in its numa-info ConfigMap.
 var demoNodes = []struct {
 	name, cpu, memory, batchCPU, batchMemory string
 	cpuUsed, memoryUsed                      string
+	numaPerSocket, coresPerNUMA              int
 }{
-	{"node-a", "8", "32Gi", "6000", "16Gi", "7200m", "20Gi"},
-	{"node-b", "16", "64Gi", "10000", "24Gi", "3", "16Gi"},
-	{"node-c", "4", "16Gi", "0", "0", "1", "4Gi"},
+	{"node-a", "8", "32Gi", "6000", "16Gi", "7200m", "20Gi", 1, 4},
+	{"node-b", "32", "128Gi", "10000", "24Gi", "6", "32Gi", 2, 8},
+	{"node-c", "4", "16Gi", "0", "0", "1", "4Gi", 1, 2},
 }
 
 func run(keep bool) error {
@@ -98,6 +103,11 @@ func run(keep bool) error {
 		if err := addBatchCapacity(ctx, cp, node, n.batchCPU, n.batchMemory); err != nil {
 			return err
 		}
+		memory := resource.MustParse(n.memory)
+		info := topologytest.Linux(1, n.numaPerSocket, n.coresPerNUMA, 2, memory.Value()/int64(n.numaPerSocket))
+		if err := cp.PublishNUMAInfo(ctx, n.name, info); err != nil {
+			return err
+		}
 		used := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n.cpuUsed), corev1.ResourceMemory: resource.MustParse(n.memoryUsed)}
 		if err := cp.ReportNodeMetric(ctx, n.name, used, time.Now()); err != nil {
 			return err
@@ -127,6 +137,25 @@ func run(keep bool) error {
 		<-ctx.Done()
 	}
 	return nil
+}
+
+// cpusetOf is the CPUs NodeNUMAResource bound the pod to, with their NUMA
+// nodes, or "shared" for pods on the shared pool.
+func cpusetOf(p *corev1.Pod) string {
+	st, err := extension.GetResourceStatus(p.Annotations)
+	switch {
+	case err != nil:
+		return "(bad annotation)"
+	case p.Spec.NodeName == "":
+		return "-"
+	case st.CPUSet == "":
+		return "shared"
+	}
+	var numa []string
+	for _, r := range st.NUMANodeResources {
+		numa = append(numa, fmt.Sprint(r.Node))
+	}
+	return fmt.Sprintf("%s (%s)", st.CPUSet, strings.Join(numa, ","))
 }
 
 func addBatchCapacity(ctx context.Context, cp *controlplane.ControlPlane, node *corev1.Node, cpu, memory string) error {
@@ -170,7 +199,7 @@ func printPlacements(ctx context.Context, cp *controlplane.ControlPlane) error {
 	}
 	fmt.Println()
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "POD\tQOS\tPRIORITY\tSCHEDULER\tNODE\tREASON")
+	fmt.Fprintln(w, "POD\tQOS\tPRIORITY\tSCHEDULER\tNODE\tCPUSET (NUMA)\tREASON")
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		qos, qosErr := extension.GetPodQoSClass(p)
@@ -190,7 +219,7 @@ func printPlacements(ctx context.Context, cp *controlplane.ControlPlane) error {
 		default:
 			node, reason = "<pending>", controlplane.PodUnschedulableMessage(p)
 		}
-		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, qosText, prio, p.Spec.SchedulerName, node, reason)
+		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, qosText, prio, p.Spec.SchedulerName, node, cpusetOf(p), reason)
 	}
 	return w.Flush()
 }

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/manifests"
 )
 
@@ -20,6 +22,10 @@ func TestSampleWorkload(t *testing.T) {
 	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
 	node, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "node-1", CPU: "16", Memory: "64Gi"})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// 1 socket × 2 NUMA nodes × 4 cores × 2 threads, as koordlet would publish it.
+	if err := cp.PublishNUMAInfo(ctx, "node-1", topologytest.Linux(1, 2, 4, 2, 32<<30)); err != nil {
 		t.Fatal(err)
 	}
 	// Batch capacity as koord-manager would publish it.
@@ -43,8 +49,8 @@ func TestSampleWorkload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantQoS := map[string]extension.QoSClass{"web-lsr": extension.QoSLSR, "api-ls": extension.QoSLS, "cache-mid": extension.QoSLS, "spark-be": extension.QoSBE, "huge-ls": extension.QoSLS}
-	wantBand := map[string]extension.PriorityClass{"web-lsr": extension.PriorityProd, "api-ls": extension.PriorityProd, "cache-mid": extension.PriorityMid, "spark-be": extension.PriorityBatch}
+	wantQoS := map[string]extension.QoSClass{"web-lsr": extension.QoSLSR, "db-lse": extension.QoSLSE, "api-ls": extension.QoSLS, "cache-mid": extension.QoSLS, "spark-be": extension.QoSBE, "huge-ls": extension.QoSLS}
+	wantBand := map[string]extension.PriorityClass{"web-lsr": extension.PriorityProd, "db-lse": extension.PriorityProd, "api-ls": extension.PriorityProd, "cache-mid": extension.PriorityMid, "spark-be": extension.PriorityBatch}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		switch p.Name {
@@ -61,6 +67,21 @@ func TestSampleWorkload(t *testing.T) {
 			if p.Spec.NodeName != "node-1" {
 				t.Errorf("%s not bound: %s", p.Name, controlplane.PodUnschedulableMessage(p))
 			}
+		}
+		// The two latency-critical pods get their own CPUs; the rest share.
+		st, err := extension.GetResourceStatus(p.Annotations)
+		if err != nil {
+			t.Errorf("%s: %v", p.Name, err)
+			continue
+		}
+		switch want := map[string]string{"web-lsr": "2 CPUs", "db-lse": "4 CPUs"}[p.Name]; {
+		case want != "" && fmt.Sprintf("%d CPUs", st.CPUs().Size()) != want:
+			t.Errorf("%s: cpuset %q, want %s", p.Name, st.CPUSet, want)
+		case want == "" && st.CPUSet != "":
+			t.Errorf("%s: bound CPUs %q; only LSE/LSR pods should", p.Name, st.CPUSet)
+		}
+		if p.Name == "db-lse" && len(st.NUMANodeResources) != 1 {
+			t.Errorf("db-lse (SingleNUMANode) spans NUMA nodes: %+v", st.NUMANodeResources)
 		}
 		if q, err := extension.GetPodQoSClass(p); err != nil || q != wantQoS[p.Name] {
 			t.Errorf("%s: QoS %q (%v), want %q", p.Name, q, err, wantQoS[p.Name])
