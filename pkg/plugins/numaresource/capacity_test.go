@@ -1,6 +1,8 @@
 package numaresource
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"k8s.io/utils/cpuset"
@@ -52,6 +54,51 @@ func FuzzFitsAgreesWithChoose(f *testing.F) {
 		}
 		if req.Policy == extension.CPUBindPolicyFullPCPUs && !wholeCores(topo, got) {
 			t.Fatalf("FullPCPUs got %s, not whole cores", got)
+		}
+	})
+}
+
+// FuzzPodAndNodePolicies: whatever a pod's annotations and a node's labels
+// say, deciding how the pod binds never panics; a rejection names the
+// annotation or label at fault, or says what the request lacks; an accepted
+// binding asks for at least one whole CPU by a policy the chooser knows.
+func FuzzPodAndNodePolicies(f *testing.F) {
+	f.Add(`{"preferredCPUBindPolicy":"FullPCPUs"}`, `{"numaTopologyPolicy":"SingleNUMANode"}`, "FullPCPUsOnly", "Restricted", int64(2000), "LSR")
+	f.Add(`{"requiredCPUBindPolicy":"SpreadByPCPUs","preferredCPUExclusivePolicy":"PCPULevel"}`, `{}`, "FullPCPUsOnly", "", int64(3000), "LS")
+	f.Add(`{"preferredCPUBindPolicy":`, `null`, "x", "y", int64(1500), "BE")
+	f.Add(``, ``, "", "", int64(0), "")
+	f.Fuzz(func(t *testing.T, spec, numa, nodeBind, nodeNUMA string, cpuMilli int64, qos string) {
+		if cpuMilli < 0 || cpuMilli > 1<<40 {
+			return
+		}
+		pod := lsr("p", fmt.Sprintf("%dm", cpuMilli), "1Gi", map[string]string{
+			extension.AnnotationResourceSpec: spec, extension.AnnotationNUMATopologySpec: numa})
+		pod.Labels[extension.LabelPodQoS] = qos
+		req, err := newPodRequest(pod, extension.CPUBindPolicyFullPCPUs)
+		if err != nil {
+			msg := err.Error()
+			if !strings.Contains(msg, extension.AnnotationResourceSpec) && !strings.Contains(msg, extension.AnnotationNUMATopologySpec) && !strings.Contains(msg, "whole number of CPUs") {
+				t.Fatalf("error names no key: %v", err)
+			}
+			return
+		}
+		n := node("n", map[string]string{extension.LabelNodeCPUBindPolicy: nodeBind, extension.LabelNodeNUMATopologyPolicy: nodeNUMA})
+		b, err := req.on(n)
+		if err != nil {
+			msg := err.Error()
+			if !strings.Contains(msg, "label ") {
+				t.Fatalf("node-level rejection names no label: %v", err)
+			}
+			return
+		}
+		if b == nil {
+			return
+		}
+		if b.count < 1 || int64(b.count)*1000 != cpuMilli {
+			t.Fatalf("binds %d CPUs for %dm", b.count, cpuMilli)
+		}
+		if b.policy != extension.CPUBindPolicyFullPCPUs && b.policy != extension.CPUBindPolicySpreadByPCPUs {
+			t.Fatalf("binds by %q", b.policy)
 		}
 	})
 }

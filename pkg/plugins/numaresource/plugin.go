@@ -59,8 +59,10 @@ type Plugin struct {
 	synced []cache.InformerSynced
 	ready  atomic.Bool
 
-	// waiting are pods rejected because a node had no usable topology; they
-	// are retried as soon as a topology arrives.
+	// waiting are pods this plugin rejected somewhere; they are retried as
+	// soon as a topology arrives or CPUs are freed. The scheduler requeues
+	// them on pod deletion by itself, but its handler may run before ours has
+	// released the deleted pod's CPUs.
 	waitMu  sync.Mutex
 	waiting map[types.UID]*corev1.Pod
 
@@ -145,6 +147,12 @@ func (p *Plugin) onPod(ctx context.Context, obj any) {
 	if !ok {
 		return
 	}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		if p.state.Forget(pod.UID) {
+			p.retryWaiting(klog.FromContext(ctx))
+		}
+		return
+	}
 	if err := p.state.ObservePod(pod); err != nil {
 		// The pod keeps what it held; an operator must fix the annotation.
 		klog.FromContext(ctx).Error(err, "Cannot account a pod's CPUs", "pod", klog.KObj(pod))
@@ -159,15 +167,17 @@ func (p *Plugin) onPodDelete(obj any) {
 		obj = t.Obj
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
-		p.state.Forget(pod.UID)
 		p.waitMu.Lock()
 		delete(p.waiting, pod.UID)
 		p.waitMu.Unlock()
+		if p.state.Forget(pod.UID) {
+			p.retryWaiting(klog.Background())
+		}
 	}
 }
 
-// topologyChanged retries the pods that waited for a node's topology.
-func (p *Plugin) topologyChanged(logger klog.Logger) {
+// retryWaiting moves the pods this plugin rejected back to the active queue.
+func (p *Plugin) retryWaiting(logger klog.Logger) {
 	p.waitMu.Lock()
 	if len(p.waiting) == 0 {
 		p.waitMu.Unlock()
@@ -182,15 +192,16 @@ func (p *Plugin) topologyChanged(logger klog.Logger) {
 	p.handle.Activate(logger, pods)
 }
 
-func (p *Plugin) waitForTopology(pod *corev1.Pod) {
+func (p *Plugin) rejected(pod *corev1.Pod) {
 	p.waitMu.Lock()
 	p.waiting[pod.UID] = pod
 	p.waitMu.Unlock()
 }
 
 // EventsToRegister: CPUs free up when a pod leaves, and a node's labels decide
-// its bind and NUMA policies. Topology changes re-activate the pods that
-// waited for them directly (ConfigMaps are not scheduler events).
+// its bind and NUMA policies. Topology changes and freed CPUs also
+// re-activate the pods this plugin rejected directly (ConfigMaps are not
+// scheduler events, and the plugin's view may lag the scheduler's).
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}},
@@ -256,10 +267,11 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	}
 	view, err := p.state.View(nodeInfo.Node().Name)
 	if err != nil {
-		p.waitForTopology(pod)
+		p.rejected(pod)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	if _, err := fit(view, req, b, false); err != nil {
+		p.rejected(pod)
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
 	return nil
@@ -523,9 +535,9 @@ func resourceStatus(topo *Topology, a Allocation) (string, error) {
 }
 
 // Unreserve releases the CPUs Reserve held.
-func (p *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
-	if _, err := cs.Read(reservedKey); err == nil {
-		p.state.Forget(pod.UID)
+func (p *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
+	if _, err := cs.Read(reservedKey); err == nil && p.state.Forget(pod.UID) {
+		p.retryWaiting(klog.FromContext(ctx))
 	}
 }
 

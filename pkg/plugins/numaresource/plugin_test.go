@@ -337,8 +337,13 @@ func TestReserveAndPreBind(t *testing.T) {
 	if _, err := f.schedule(lsr("p16", "2", "", nil), "n1"); err == nil || !strings.Contains(err.Error(), "the node has 0 free whole cores, 1 needed") {
 		t.Errorf("17th pod: %v", err)
 	}
-	// Unreserve (a later plugin failed) gives the CPUs back.
+	// Deleting a pod frees its CPUs and retries the pod that did not fit
+	// (the scheduler's own requeue may have raced ahead of this plugin).
 	f.p.onPodDelete(lsr("p3", "2", "", nil))
+	if !slices.Contains(f.h.activated, "default/p16") {
+		t.Errorf("activated %v after a deletion, want default/p16", f.h.activated)
+	}
+	// Unreserve (a later plugin failed) gives the CPUs back.
 	pod := lsr("again", "2", "", nil)
 	cs, _, _ := f.cycle(pod)
 	if s := f.p.Reserve(context.Background(), cs, pod, "n1"); !s.IsSuccess() {

@@ -61,5 +61,5 @@ func (p *Plugin) onConfigMap(logger klog.Logger, obj any, deleted bool) {
 		logger.Error(err, "Malformed NUMA info; CPU-binding pods will not be placed on the node", "node", node)
 	}
 	p.state.SetTopology(node, info, err)
-	p.topologyChanged(logger)
+	p.retryWaiting(logger)
 }

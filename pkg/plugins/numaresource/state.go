@@ -196,12 +196,15 @@ func (s *State) StillAssumed(uid types.UID) bool {
 	return !s.evicted[uid]
 }
 
-// Forget releases whatever a pod holds (Unreserve, deletion, completion).
-func (s *State) Forget(uid types.UID) {
+// Forget releases whatever a pod holds (Unreserve, deletion, completion) and
+// says whether it held anything.
+func (s *State) Forget(uid types.UID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	_, held := s.podNode[uid]
 	s.forgetLocked(uid)
 	delete(s.evicted, uid)
+	return held
 }
 
 func (s *State) forgetLocked(uid types.UID) {

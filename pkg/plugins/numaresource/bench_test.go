@@ -1,0 +1,157 @@
+package numaresource
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+
+	"github.com/koord-project/koord/internal/topologytest"
+)
+
+// benchCluster is n nodes of 2 sockets × 2 NUMA × 16 cores × 2 threads, each
+// with 30 LSR pods already holding 2 CPUs.
+func benchCluster(b *testing.B, n int) (*fixture, []fwk.NodeInfo) {
+	var nodes []*corev1.Node
+	for i := 0; i < n; i++ {
+		nodes = append(nodes, node(fmt.Sprintf("node-%04d", i), nil))
+	}
+	f := newFixture(b, defaultArgs(b, nil), nodes...)
+	var infos []fwk.NodeInfo
+	for _, nd := range nodes {
+		f.publish(nd.Name, topologytest.Linux(2, 2, 16, 2, 64*gi))
+		var pods []*corev1.Pod
+		for j := 0; j < 30; j++ {
+			pod := lsr(fmt.Sprintf("%s-pod-%d", nd.Name, j), "2", "2Gi", nil)
+			pod.UID = "uid-" + pod.UID
+			pod.Spec.NodeName = nd.Name
+			pods = append(pods, pod)
+			view, err := f.p.state.View(nd.Name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cpus, err := view.Topo.Choose(view.Available, full(2))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := f.p.state.Assume(nd.Name, pod.UID, Allocation{CPUs: cpus, Memory: splitMemory(view.Topo, cpus, 2*gi)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ni := framework.NewNodeInfo(pods...)
+		ni.SetNode(nd)
+		nd.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("128"), corev1.ResourceMemory: *resourceQuantity("256Gi"), corev1.ResourcePods: *resourceQuantity("110")}
+		ni.SetNode(nd)
+		infos = append(infos, ni)
+	}
+	return f, infos
+}
+
+func newFit(b *testing.B) fwk.Plugin {
+	args := &schedconfig.NodeResourcesFitArgs{ScoringStrategy: &schedconfig.ScoringStrategy{
+		Type:      schedconfig.LeastAllocated,
+		Resources: []schedconfig.ResourceSpec{{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}},
+	}}
+	fit, err := noderesources.NewFit(context.Background(), args, nil, feature.Features{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fit
+}
+
+// BenchmarkFilter and BenchmarkScore compare one call on one node with the
+// in-tree NodeResourcesFit on the same node, for a 4-CPU LSR pod.
+func BenchmarkFilter(b *testing.B) {
+	ctx := context.Background()
+	f, nodes := benchCluster(b, 1)
+	pod := lsr("incoming", "4", "8Gi", nil)
+	b.Run("NodeNUMAResource", func(b *testing.B) {
+		cs, _, _ := f.cycle(pod)
+		b.ReportAllocs()
+		for b.Loop() {
+			if st := f.p.Filter(ctx, cs, pod, nodes[0]); !st.IsSuccess() {
+				b.Fatal(st.AsError())
+			}
+		}
+	})
+	b.Run("NodeResourcesFit", func(b *testing.B) {
+		fit := newFit(b)
+		cs := framework.NewCycleState()
+		fit.(fwk.PreFilterPlugin).PreFilter(ctx, cs, pod, nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			if st := fit.(fwk.FilterPlugin).Filter(ctx, cs, pod, nodes[0]); !st.IsSuccess() {
+				b.Fatal(st.AsError())
+			}
+		}
+	})
+}
+
+func BenchmarkScore(b *testing.B) {
+	ctx := context.Background()
+	f, nodes := benchCluster(b, 1)
+	pod := lsr("incoming", "4", "8Gi", nil)
+	b.Run("NodeNUMAResource", func(b *testing.B) {
+		cs, _, _ := f.cycle(pod)
+		f.p.PreScore(ctx, cs, pod, nodes)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, st := f.p.Score(ctx, cs, pod, nodes[0]); !st.IsSuccess() {
+				b.Fatal(st.AsError())
+			}
+		}
+	})
+	b.Run("NodeResourcesFit", func(b *testing.B) {
+		fit := newFit(b)
+		cs := framework.NewCycleState()
+		fit.(fwk.PreScorePlugin).PreScore(ctx, cs, pod, nodes)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, st := fit.(fwk.ScorePlugin).Score(ctx, cs, pod, nodes[0]); !st.IsSuccess() {
+				b.Fatal(st.AsError())
+			}
+		}
+	})
+}
+
+// BenchmarkPreFilter1000Nodes is PreFilter alone, and one pod's whole
+// PreFilter+Filter+PreScore+Score pass, on a 1000-node cluster.
+func BenchmarkPreFilter1000Nodes(b *testing.B) {
+	ctx := context.Background()
+	f, nodes := benchCluster(b, 1000)
+	pod := lsr("incoming", "4", "8Gi", nil)
+	b.Run("PreFilter", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			cs := framework.NewCycleState()
+			if _, st := f.p.PreFilter(ctx, cs, pod, nodes); !st.IsSuccess() {
+				b.Fatal(st.AsError())
+			}
+		}
+	})
+	for name, pl := range map[string]fwk.Plugin{"Cycle/NodeNUMAResource": f.p, "Cycle/NodeResourcesFit": newFit(b)} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				cs := framework.NewCycleState()
+				pl.(fwk.PreFilterPlugin).PreFilter(ctx, cs, pod, nodes)
+				for _, ni := range nodes {
+					pl.(fwk.FilterPlugin).Filter(ctx, cs, pod, ni)
+				}
+				pl.(fwk.PreScorePlugin).PreScore(ctx, cs, pod, nodes)
+				for _, ni := range nodes {
+					pl.(fwk.ScorePlugin).Score(ctx, cs, pod, ni)
+				}
+			}
+		})
+	}
+}
+
+func resourceQuantity(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
