@@ -32,3 +32,10 @@ tool informer-gen --go-header-file "$HEADER" \
 
 rm -f manifests/crds/*.yaml
 tool controller-gen crd:crdVersions=v1 paths=./apis/slo/... paths=./apis/scheduling/... output:crd:artifacts:config=manifests/crds
+
+# Third-party CRDs Koord reads when asked (topologySource: NodeResourceTopology),
+# generated from the Go types of the module Koord builds against.
+rm -f manifests/thirdparty/*.yaml
+tool controller-gen crd:crdVersions=v1 \
+	paths=github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2 \
+	output:crd:artifacts:config=manifests/thirdparty

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fail=0
-generated=(apis pkg/client manifests/crds)
+generated=(apis pkg/client manifests/crds manifests/thirdparty)
 
 # Regenerate into the tree and compare with what is committed.
 snapshot=$(mktemp -d)

@@ -9,6 +9,12 @@ import "embed"
 //go:embed crds/*.yaml
 var CRDs embed.FS
 
+// ThirdPartyCRDs holds manifests/thirdparty/*.yaml: CRDs of other projects
+// Koord reads when configured to (NodeResourceTopology).
+//
+//go:embed thirdparty/*.yaml
+var ThirdPartyCRDs embed.FS
+
 // SchedulerConfig is manifests/scheduler/koord-scheduler-config.yaml.
 //
 //go:embed scheduler/koord-scheduler-config.yaml

@@ -79,8 +79,16 @@ type NUMAInfo struct {
 }
 
 // numaInfoError names the ConfigMap and key a bad value came from.
-func numaInfoError(cm *corev1.ConfigMap, key string, err error) error {
-	return &KeyError{Kind: fmt.Sprintf("configmap %s/%s key", cm.Namespace, cm.Name), Key: key, Err: err}
+// numaInfoSource is where NUMA info is read from: the value of each key, and
+// how an error names the key (the ConfigMap key or the annotation).
+type numaInfoSource struct {
+	kind string
+	get  func(key string) (string, bool)
+	name func(key string) string
+}
+
+func (src numaInfoSource) error(key string, err error) error {
+	return &KeyError{Kind: src.kind, Key: src.name(key), Err: err}
 }
 
 // ParseNUMAInfo parses and cross-checks a numa-info ConfigMap: every CPU is
@@ -88,41 +96,94 @@ func numaInfoError(cm *corev1.ConfigMap, key string, err error) error {
 // CPUs exist on the node. cpu-topology and numa-nodes are required; the other
 // keys are optional (absent means no CPU manager, nothing pinned).
 func ParseNUMAInfo(cm *corev1.ConfigMap) (*NUMAInfo, error) {
-	info := &NUMAInfo{CPUManagerPolicy: KubeletCPUManagerPolicy{Policy: KubeletCPUManagerPolicyNone}}
-	required := []struct {
-		key  string
-		into any
-	}{
-		{NUMAInfoKeyCPUTopology, &info.CPUTopology},
-		{NUMAInfoKeyNUMANodes, &info.NUMANodes},
+	src := numaInfoSource{
+		kind: fmt.Sprintf("configmap %s/%s key", cm.Namespace, cm.Name),
+		get:  func(key string) (string, bool) { v, ok := cm.Data[key]; return v, ok },
+		name: func(key string) string { return key },
 	}
-	optional := []struct {
+	return parseNUMAInfo(src, nil)
+}
+
+// NUMAInfoAnnotations maps each numa-info key to the annotation Koordinator's
+// koordlet writes it under on a NodeResourceTopology object. numa-nodes has
+// none: an NRT object describes NUMA nodes as zones.
+var NUMAInfoAnnotations = map[string]string{
+	NUMAInfoKeyCPUTopology:      NodeDomainPrefix + "cpu-topology",
+	NUMAInfoKeyCPUBasicInfo:     NodeDomainPrefix + "cpu-basic-info",
+	NUMAInfoKeyCPUManagerPolicy: "kubelet.koordinator.sh/cpu-manager-policy",
+	NUMAInfoKeyPodCPUAllocs:     NodeDomainPrefix + "pod-cpu-allocs",
+	NUMAInfoKeyCPUSharedPools:   NodeDomainPrefix + "cpu-shared-pools",
+}
+
+// ParseNUMAInfoAnnotations parses the same information from a
+// NodeResourceTopology object: the annotations of NUMAInfoAnnotations, and the
+// memory of each NUMA node (from its zones). Each NUMA node's CPUs are those
+// cpu-topology places on it. kind names the object in errors.
+func ParseNUMAInfoAnnotations(kind string, annotations map[string]string, numaMemory map[int32]int64) (*NUMAInfo, error) {
+	src := numaInfoSource{
+		kind: kind + " annotation",
+		get:  func(key string) (string, bool) { v, ok := annotations[NUMAInfoAnnotations[key]]; return v, ok },
+		name: func(key string) string {
+			if a, ok := NUMAInfoAnnotations[key]; ok {
+				return a
+			}
+			return key
+		},
+	}
+	return parseNUMAInfo(src, numaMemory)
+}
+
+// parseNUMAInfo reads every key of src. With numaMemory set, NUMA nodes are
+// derived from cpu-topology and given that memory instead of read from
+// numa-nodes.
+func parseNUMAInfo(src numaInfoSource, numaMemory map[int32]int64) (*NUMAInfo, error) {
+	info := &NUMAInfo{CPUManagerPolicy: KubeletCPUManagerPolicy{Policy: KubeletCPUManagerPolicyNone}}
+	type field struct {
 		key  string
 		into any
-	}{
+	}
+	required := []field{{NUMAInfoKeyCPUTopology, &info.CPUTopology}}
+	if numaMemory == nil {
+		required = append(required, field{NUMAInfoKeyNUMANodes, &info.NUMANodes})
+	}
+	optional := []field{
 		{NUMAInfoKeyCPUBasicInfo, &info.CPUBasicInfo},
 		{NUMAInfoKeyCPUManagerPolicy, &info.CPUManagerPolicy},
 		{NUMAInfoKeyPodCPUAllocs, &info.PodCPUAllocs},
 		{NUMAInfoKeyCPUSharedPools, &info.CPUSharedPools},
 	}
 	for _, f := range required {
-		v, ok := cm.Data[f.key]
+		v, ok := src.get(f.key)
 		if !ok {
-			return nil, numaInfoError(cm, f.key, errors.New("missing"))
+			return nil, src.error(f.key, errors.New("missing"))
 		}
 		if err := decodeJSON(v, f.into); err != nil {
-			return nil, numaInfoError(cm, f.key, err)
+			return nil, src.error(f.key, err)
 		}
 	}
 	for _, f := range optional {
-		if v, ok := cm.Data[f.key]; ok {
+		if v, ok := src.get(f.key); ok {
 			if err := decodeJSON(v, f.into); err != nil {
-				return nil, numaInfoError(cm, f.key, err)
+				return nil, src.error(f.key, err)
 			}
 		}
 	}
+	if numaMemory != nil {
+		byNode := map[int32][]int{}
+		for _, c := range info.CPUTopology.Detail {
+			byNode[c.Node] = append(byNode[c.Node], int(c.ID))
+		}
+		for id, cpus := range byNode {
+			mem, ok := numaMemory[id]
+			if !ok {
+				return nil, src.error(NUMAInfoKeyCPUTopology, fmt.Errorf("NUMA node %d has no zone giving its memory", id))
+			}
+			info.NUMANodes = append(info.NUMANodes, NUMANodeInfo{ID: id, CPUs: cpuset.New(cpus...).String(), MemoryBytes: mem})
+		}
+		sort.Slice(info.NUMANodes, func(i, j int) bool { return info.NUMANodes[i].ID < info.NUMANodes[j].ID })
+	}
 	if key, err := info.validate(); err != nil {
-		return nil, numaInfoError(cm, key, err)
+		return nil, src.error(key, err)
 	}
 	return info, nil
 }

@@ -194,7 +194,7 @@ func (cp *ControlPlane) InstallCRDs(ctx context.Context, fsys fs.FS) error {
 	if err != nil {
 		return err
 	}
-	files, err := fs.Glob(fsys, "crds/*.yaml")
+	files, err := fs.Glob(fsys, "*/*.yaml")
 	if err != nil {
 		return err
 	}

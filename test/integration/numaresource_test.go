@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	nrtv1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
+	nrtclientset "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/generated/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/cpuset"
@@ -18,6 +21,7 @@ import (
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/manifests"
+	"github.com/koord-project/koord/pkg/plugins/koordclient"
 	"github.com/koord-project/koord/pkg/plugins/numaresource"
 )
 
@@ -296,5 +300,73 @@ func TestNUMARestartNeverDoubleAllocates(t *testing.T) {
 	}
 	if n != 2*total {
 		t.Errorf("%d CPUs held by %d pods, want %d", n, total, 2*total)
+	}
+}
+
+// nrtConfig is the shipped profile reading topology from NodeResourceTopology objects.
+var nrtConfig = []byte(strings.Replace(string(manifests.SchedulerConfig), "topologySource: ConfigMap", "topologySource: NodeResourceTopology", 1))
+
+// With topologySource NodeResourceTopology the plugin reads Koordinator's
+// NRT objects (annotations for CPUs, zones for NUMA memory) instead of
+// ConfigMaps, with the same results and the same care for bad input.
+func TestNUMAFromNodeResourceTopology(t *testing.T) {
+	ctx := testContext(t)
+	cp := startNUMAControlPlane(t, ctx)
+	if err := cp.InstallCRDs(ctx, manifests.ThirdPartyCRDs); err != nil {
+		t.Fatal(err)
+	}
+	nrtClient, err := nrtclientset.NewForConfig(koordclient.JSON(cp.Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := topologytest.Linux(1, 2, 8, 2, 32<<30)
+	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "nrt-a", CPU: "32", Memory: "64Gi"}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := info.ConfigMapData()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nrt := &nrtv1alpha2.NodeResourceTopology{ObjectMeta: metav1.ObjectMeta{Name: "nrt-a", Annotations: map[string]string{}}}
+	for key, annotation := range extension.NUMAInfoAnnotations {
+		nrt.Annotations[annotation] = data[key]
+	}
+	for _, n := range info.NUMANodes {
+		mem := *resource.NewQuantity(n.MemoryBytes, resource.BinarySI)
+		nrt.Zones = append(nrt.Zones, nrtv1alpha2.Zone{Name: fmt.Sprintf("node-%d", n.ID), Type: "Node",
+			Resources: nrtv1alpha2.ResourceInfoList{{Name: "memory", Capacity: mem, Allocatable: mem, Available: mem}}})
+	}
+	// Malformed first: binding pods wait, and the reason names the annotation.
+	good := nrt.Annotations[extension.NUMAInfoAnnotations[extension.NUMAInfoKeyCPUTopology]]
+	nrt.Annotations[extension.NUMAInfoAnnotations[extension.NUMAInfoKeyCPUTopology]] = `{"detail":`
+	created, err := nrtClient.TopologyV1alpha2().NodeResourceTopologies().Create(ctx, nrt, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := numaresource.NewTopology(info.CPUTopology)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startScheduler(t, ctx, cp, nrtConfig)
+	if _, err := cp.CreatePod(ctx, lsrPod("lsr-0", "2", nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitUnschedulable(t, ctx, cp, "lsr-0", "noderesourcetopology nrt-a annotation node.koordinator.sh/cpu-topology")
+
+	created.Annotations[extension.NUMAInfoAnnotations[extension.NUMAInfoKeyCPUTopology]] = good
+	if _, err := nrtClient.TopologyV1alpha2().NodeResourceTopologies().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"lsr-0"}
+	for i := 1; i < 8; i++ {
+		names = append(names, fmt.Sprintf("lsr-%d", i))
+		if _, err := cp.CreatePod(ctx, lsrPod(names[i], "2", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitBound(t, ctx, cp, names...)
+	held := checkCPUs(t, ctx, cp, map[string]*numaresource.Topology{"nrt-a": topo}, true)
+	if held["nrt-a"].Size() != 16 {
+		t.Errorf("%d CPUs held, want 16", held["nrt-a"].Size())
 	}
 }

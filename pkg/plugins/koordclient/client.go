@@ -11,8 +11,14 @@ import (
 // New returns a Koord clientset. CRDs are served as JSON only, while the
 // scheduler's config asks for protobuf.
 func New(cfg *rest.Config) (koordclientset.Interface, error) {
+	return koordclientset.NewForConfig(JSON(cfg))
+}
+
+// JSON is cfg speaking JSON: custom resources have no protobuf encoding, and
+// the scheduler's loopback config asks for protobuf.
+func JSON(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.ContentType = "application/json"
 	c.AcceptContentTypes = "application/json"
-	return koordclientset.NewForConfig(c)
+	return c
 }
