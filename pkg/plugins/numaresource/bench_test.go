@@ -13,6 +13,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 
+	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/internal/topologytest"
 )
 
@@ -77,6 +78,24 @@ func BenchmarkFilter(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if st := f.p.Filter(ctx, cs, pod, nodes[0]); !st.IsSuccess() {
+				b.Fatal(st.AsError())
+			}
+		}
+	})
+	// An exclusive pod on a node where exclusive pods already run: the
+	// capacity is recomputed for it.
+	b.Run("NodeNUMAResource/NUMANodeLevel-masked", func(b *testing.B) {
+		excl := lsr("exclusive", "4", "8Gi", map[string]string{extension.AnnotationResourceSpec: `{"preferredCPUExclusivePolicy":"NUMANodeLevel"}`})
+		view, _ := f.p.state.View(nodes[0].Node().Name)
+		cpus, _ := view.Topo.Choose(view.Available, full(2))
+		if err := f.p.state.Assume(nodes[0].Node().Name, "exclusive-holder", Allocation{CPUs: cpus, Exclusive: extension.CPUExclusivePolicyNUMANodeLevel}); err != nil {
+			b.Fatal(err)
+		}
+		defer f.p.state.Forget("exclusive-holder")
+		cs, _, _ := f.cycle(excl)
+		b.ReportAllocs()
+		for b.Loop() {
+			if st := f.p.Filter(ctx, cs, excl, nodes[0]); !st.IsSuccess() {
 				b.Fatal(st.AsError())
 			}
 		}

@@ -83,7 +83,7 @@ func FuzzPodAndNodePolicies(f *testing.F) {
 			return
 		}
 		n := node("n", map[string]string{extension.LabelNodeCPUBindPolicy: nodeBind, extension.LabelNodeNUMATopologyPolicy: nodeNUMA})
-		b, err := req.on(n)
+		b, binds, err := req.on(n)
 		if err != nil {
 			msg := err.Error()
 			if !strings.Contains(msg, "label ") {
@@ -91,7 +91,7 @@ func FuzzPodAndNodePolicies(f *testing.F) {
 			}
 			return
 		}
-		if b == nil {
+		if !binds {
 			return
 		}
 		if b.count < 1 || int64(b.count)*1000 != cpuMilli {

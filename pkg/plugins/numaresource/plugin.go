@@ -258,11 +258,11 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	if status != nil {
 		return status
 	}
-	b, err := req.on(nodeInfo.Node())
+	b, binds, err := req.on(nodeInfo.Node())
 	if err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	if b == nil {
+	if !binds {
 		return nil
 	}
 	view, err := p.state.View(nodeInfo.Node().Name)
@@ -286,9 +286,9 @@ type placement struct {
 
 // fit narrows a node's available CPUs to those the pod may use (exclusivity,
 // NUMA memory) and checks the count; the error names what is missing.
-func fit(view *NodeView, r *podRequest, b *binding, pack bool) (*placement, error) {
+func fit(view *NodeView, r *podRequest, b binding, pack bool) (placement, error) {
 	topo := view.Topo
-	pl := &placement{available: view.Available, caps: view.Caps,
+	pl := placement{available: view.Available, caps: view.Caps,
 		req: Request{Count: b.count, Policy: b.policy, Pack: pack}}
 	masked := false
 	var why []string
@@ -341,7 +341,7 @@ func fit(view *NodeView, r *podRequest, b *binding, pack bool) (*placement, erro
 		for _, w := range why {
 			msg += "; " + w
 		}
-		return nil, errors.New(msg)
+		return pl, errors.New(msg)
 	}
 	return pl, nil
 }
@@ -366,7 +366,7 @@ func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, n
 		return fwk.NewStatus(fwk.Skip)
 	}
 	for _, n := range nodes {
-		if b, err := req.on(n.Node()); err == nil && b != nil {
+		if _, binds, err := req.on(n.Node()); err == nil && binds {
 			return nil
 		}
 	}
@@ -381,8 +381,8 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 	if status != nil {
 		return 0, status
 	}
-	b, err := req.on(nodeInfo.Node())
-	if err != nil || b == nil {
+	b, binds, err := req.on(nodeInfo.Node())
+	if err != nil || !binds {
 		return 0, nil
 	}
 	view, err := p.state.View(nodeInfo.Node().Name)
@@ -396,7 +396,7 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 	return (p.scoreNode(view, b, req) + p.scoreNUMA(view.Topo, pl)) / 2, nil
 }
 
-func (p *Plugin) scoreNode(view *NodeView, b *binding, r *podRequest) int64 {
+func (p *Plugin) scoreNode(view *NodeView, b binding, r *podRequest) int64 {
 	s := p.nodeScore
 	var sum, weights int64
 	if s.cpuWeight > 0 {
@@ -421,7 +421,7 @@ func (p *Plugin) scoreNode(view *NodeView, b *binding, r *podRequest) int64 {
 
 // scoreNUMA is 0 when the pod must span NUMA nodes; otherwise the best NUMA
 // node that can hold it, scored by the NUMA strategy.
-func (p *Plugin) scoreNUMA(topo *Topology, pl *placement) int64 {
+func (p *Plugin) scoreNUMA(topo *Topology, pl placement) int64 {
 	full := pl.req.Policy != extension.CPUBindPolicySpreadByPCPUs
 	need := int64(pl.req.Count)
 	if full {
@@ -456,11 +456,11 @@ func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	b, err := req.on(nodeInfo.Node())
+	b, binds, err := req.on(nodeInfo.Node())
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	if b == nil {
+	if !binds {
 		return nil
 	}
 	view, err := p.state.View(nodeName)

@@ -227,35 +227,35 @@ func TestNodePolicies(t *testing.T) {
 		}
 		return r
 	}
-	if b, err := ls().on(full); err != nil || b == nil || b.policy != extension.CPUBindPolicyFullPCPUs {
+	if b, ok, err := ls().on(full); err != nil || !ok || b.policy != extension.CPUBindPolicyFullPCPUs {
 		t.Errorf("LS pod with 2 CPUs on a FullPCPUsOnly node: %+v, %v; want FullPCPUs", b, err)
 	}
-	if b, _ := ls().on(node("plain", nil)); b != nil {
+	if b, ok, _ := ls().on(node("plain", nil)); ok {
 		t.Errorf("LS pod on a plain node binds: %+v", b)
 	}
-	if b, _ := ls().on(spreadNode); b == nil || b.policy != extension.CPUBindPolicySpreadByPCPUs {
+	if b, ok, _ := ls().on(spreadNode); !ok || b.policy != extension.CPUBindPolicySpreadByPCPUs {
 		t.Errorf("on a SpreadByPCPUs node: %+v", b)
 	}
 	be, _ := newPodRequest(withQoS(lsr("p", "2", "", nil), "BE"), extension.CPUBindPolicyFullPCPUs)
-	if b, _ := be.on(full); b != nil {
+	if b, ok, _ := be.on(full); ok {
 		t.Errorf("BE pod binds on a FullPCPUsOnly node: %+v", b)
 	}
 	required, _ := newPodRequest(lsr("p", "2", "", map[string]string{extension.AnnotationResourceSpec: `{"requiredCPUBindPolicy":"SpreadByPCPUs"}`}), extension.CPUBindPolicyFullPCPUs)
-	if _, err := required.on(full); err == nil || !strings.Contains(err.Error(), "requires SpreadByPCPUs") || !strings.Contains(err.Error(), "node.koordinator.sh/cpu-bind-policy=FullPCPUsOnly") {
+	if _, _, err := required.on(full); err == nil || !strings.Contains(err.Error(), "requires SpreadByPCPUs") || !strings.Contains(err.Error(), "node.koordinator.sh/cpu-bind-policy=FullPCPUsOnly") {
 		t.Errorf("required policy vs node policy: %v", err)
 	}
-	if _, err := ls().on(bad); err == nil || !strings.Contains(err.Error(), "label node.koordinator.sh/cpu-bind-policy") {
+	if _, _, err := ls().on(bad); err == nil || !strings.Contains(err.Error(), "label node.koordinator.sh/cpu-bind-policy") {
 		t.Errorf("malformed node label: %v", err)
 	}
 	restricted, _ := newPodRequest(lsr("p", "2", "", map[string]string{extension.AnnotationNUMATopologySpec: `{"numaTopologyPolicy":"Restricted"}`}), extension.CPUBindPolicyFullPCPUs)
-	if _, err := restricted.on(single); err == nil || !strings.Contains(err.Error(), "NUMA policy Restricted") || !strings.Contains(err.Error(), "SingleNUMANode (label node.koordinator.sh/numa-topology-policy)") {
+	if _, _, err := restricted.on(single); err == nil || !strings.Contains(err.Error(), "NUMA policy Restricted") || !strings.Contains(err.Error(), "SingleNUMANode (label node.koordinator.sh/numa-topology-policy)") {
 		t.Errorf("pod vs node NUMA policy: %v", err)
 	}
-	if b, _ := ls().on(single); b != nil {
+	if b, ok, _ := ls().on(single); ok {
 		t.Errorf("a NUMA policy alone does not make a pod bind: %+v", b)
 	}
 	lsrReq, _ := newPodRequest(lsr("p", "2", "", nil), extension.CPUBindPolicyFullPCPUs)
-	if b, _ := lsrReq.on(single); b == nil || b.numaPolicy != extension.NUMATopologyPolicySingleNUMANode {
+	if b, ok, _ := lsrReq.on(single); !ok || b.numaPolicy != extension.NUMATopologyPolicySingleNUMANode {
 		t.Errorf("node NUMA policy applies to binding pods: %+v", b)
 	}
 }

@@ -96,17 +96,18 @@ type binding struct {
 	numaPolicy extension.NUMATopologyPolicy
 }
 
-// on decides how the pod binds on a node: nil when it does not bind there.
-// The error says why it cannot be placed on the node at all (a policy
-// conflict or a malformed node label).
-func (r *podRequest) on(node *corev1.Node) (*binding, error) {
+// on decides how the pod binds on a node: ok is false when it does not bind
+// there. The error says why it cannot be placed on the node at all (a policy
+// conflict or a malformed node label). Values, not pointers: this runs for
+// every node in Filter and Score.
+func (r *podRequest) on(node *corev1.Node) (b binding, ok bool, err error) {
 	nodeNUMA, err := extension.GetNodeNUMATopologyPolicy(node.Labels)
 	if err != nil {
-		return nil, err
+		return b, false, err
 	}
 	numa := r.numaPolicy
 	if numa != extension.NUMATopologyPolicyNone && nodeNUMA != extension.NUMATopologyPolicyNone && numa != nodeNUMA {
-		return nil, fmt.Errorf("the pod's NUMA policy %s (annotation %s) conflicts with the node's %s (label %s)",
+		return b, false, fmt.Errorf("the pod's NUMA policy %s (annotation %s) conflicts with the node's %s (label %s)",
 			numa, extension.AnnotationNUMATopologySpec, nodeNUMA, extension.LabelNodeNUMATopologyPolicy)
 	}
 	if numa == extension.NUMATopologyPolicyNone {
@@ -114,7 +115,7 @@ func (r *podRequest) on(node *corev1.Node) (*binding, error) {
 	}
 	nodeBind, err := extension.GetNodeCPUBindPolicy(node.Labels)
 	if err != nil {
-		return nil, err
+		return b, false, err
 	}
 	policy := r.policy
 	if nodeBind != extension.NodeCPUBindPolicyNone && r.qos != extension.QoSBE && r.integerCPUs() {
@@ -123,13 +124,13 @@ func (r *podRequest) on(node *corev1.Node) (*binding, error) {
 			forced = extension.CPUBindPolicySpreadByPCPUs
 		}
 		if r.required && r.policy != forced {
-			return nil, fmt.Errorf("the pod requires %s (%s) but the node binds only %s (label %s=%s)",
+			return b, false, fmt.Errorf("the pod requires %s (%s) but the node binds only %s (label %s=%s)",
 				r.policy, r.why, forced, extension.LabelNodeCPUBindPolicy, nodeBind)
 		}
 		policy = forced
 	}
 	if policy == "" {
-		return nil, nil
+		return b, false, nil
 	}
-	return &binding{policy: policy, count: int(r.cpuMilli / 1000), numaPolicy: numa}, nil
+	return binding{policy: policy, count: int(r.cpuMilli / 1000), numaPolicy: numa}, true, nil
 }
