@@ -6,6 +6,7 @@ package loadaware
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -52,6 +53,12 @@ type Plugin struct {
 	weightSum                       int64
 	expiration                      time.Duration
 	now                             func() time.Time
+
+	// synced are the event handlers that must have seen every NodeMetric and
+	// assigned pod before the first pod is placed: a restarted scheduler
+	// must not place pods on nodes it has not yet seen to be busy.
+	synced []cache.InformerSynced
+	ready  atomic.Bool
 }
 
 // Name returns the plugin's name.
@@ -75,20 +82,23 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	factory := koordinformers.NewSharedInformerFactory(client, 0)
 	nmInformer := factory.Slo().V1alpha1().NodeMetrics().Informer()
-	if _, err := nmInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nmReg, err := nmInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.onNodeMetric(obj, false) },
 		UpdateFunc: func(_, obj any) { p.onNodeMetric(obj, false) },
 		DeleteFunc: func(obj any) { p.onNodeMetric(obj, true) },
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
-	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	podReg, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    p.onPod,
 		UpdateFunc: func(_, obj any) { p.onPod(obj) },
 		DeleteFunc: p.onPodDelete,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
+	p.synced = []cache.InformerSynced{nmReg.HasSynced, podReg.HasSynced}
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), nmInformer.HasSynced) {
 		return nil, fmt.Errorf("%s: NodeMetric informer did not sync", Name)
@@ -177,6 +187,13 @@ func (p *Plugin) podState(state fwk.CycleState, pod *corev1.Pod) *podState {
 
 // PreFilter computes the pod's estimated usage once for all nodes.
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	// kube-scheduler waits for its own handlers, not for plugins'.
+	if !p.ready.Load() {
+		if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
+			return nil, fwk.AsStatus(fmt.Errorf("NodeMetrics and pods are not synced yet"))
+		}
+		p.ready.Store(true)
+	}
 	state.Write(stateKey, p.computePodState(pod))
 	return nil, nil
 }

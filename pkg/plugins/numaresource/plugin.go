@@ -209,7 +209,13 @@ func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, 
 	}, nil
 }
 
-type podState struct{ req *podRequest }
+type podState struct {
+	req *podRequest
+	// turnedAway is set when Filter first rejects a node for want of
+	// topology or CPUs: the pod is then remembered once per cycle, not once
+	// per node (Filter runs on many nodes in parallel).
+	turnedAway atomic.Bool
+}
 
 func (s *podState) Clone() fwk.StateData { return s }
 
@@ -243,21 +249,22 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 // PreFilterExtensions: the plugin does not track other pods' requests per cycle.
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-func readPodState(cs fwk.CycleState) (*podRequest, *fwk.Status) {
+func readPodState(cs fwk.CycleState) (*podState, *fwk.Status) {
 	d, err := cs.Read(podStateKey)
 	if err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("reading %q from cycle state: %w", podStateKey, err))
 	}
-	return d.(*podState).req, nil
+	return d.(*podState), nil
 }
 
 // Filter keeps a binding pod off nodes that cannot give it the CPUs its
 // policies ask for, saying which policy and count failed.
 func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	req, status := readPodState(cs)
+	st, status := readPodState(cs)
 	if status != nil {
 		return status
 	}
+	req := st.req
 	b, binds, err := req.on(nodeInfo.Node())
 	if err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
@@ -267,14 +274,23 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	}
 	view, err := p.state.View(nodeInfo.Node().Name)
 	if err != nil {
-		p.rejected(pod)
+		p.turnAway(st, pod)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	if _, err := fit(view, req, b, false); err != nil {
-		p.rejected(pod)
+		p.turnAway(st, pod)
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
 	return nil
+}
+
+// turnAway remembers, once per cycle, that the pod waits on this plugin. (A
+// PostFilter hook would see only unschedulable pods, but DefaultPreemption
+// ends the PostFilter phase early for many of them.)
+func (p *Plugin) turnAway(st *podState, pod *corev1.Pod) {
+	if st.turnedAway.CompareAndSwap(false, true) {
+		p.rejected(pod)
+	}
 }
 
 // placement is a feasible way to bind a pod on one node.
@@ -361,10 +377,11 @@ func fitsOneNUMANode(topo *Topology, req Request) bool {
 
 // PreScore skips scoring when no candidate node would bind the pod's CPUs.
 func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
-	req, status := readPodState(cs)
+	st, status := readPodState(cs)
 	if status != nil {
 		return fwk.NewStatus(fwk.Skip)
 	}
+	req := st.req
 	for _, n := range nodes {
 		if _, binds, err := req.on(n.Node()); err == nil && binds {
 			return nil
@@ -377,10 +394,11 @@ func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, n
 // memory after placing the pod) and, among them, nodes where the pod fits in
 // one NUMA node, by the NUMA scoring strategy.
 func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	req, status := readPodState(cs)
+	st, status := readPodState(cs)
 	if status != nil {
 		return 0, status
 	}
+	req := st.req
 	b, binds, err := req.on(nodeInfo.Node())
 	if err != nil || !binds {
 		return 0, nil
@@ -447,11 +465,11 @@ func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
 // Reserve picks the concrete CPUs and holds them, so that no other pod
 // (including one in a parallel binding cycle) can be given them.
 func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	d, err := cs.Read(podStateKey)
-	if err != nil {
+	st, status := readPodState(cs)
+	if status != nil {
 		return nil // PreFilter skipped the pod
 	}
-	req := d.(*podState).req
+	req := st.req
 	nodeInfo, err := p.handle.SnapshotSharedLister().NodeInfos().Get(nodeName)
 	if err != nil {
 		return fwk.AsStatus(err)
@@ -476,14 +494,17 @@ func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
 	alloc := Allocation{CPUs: cpus, Exclusive: req.exclusive, Memory: splitMemory(view.Topo, cpus, req.memory)}
-	status, err := resourceStatus(view.Topo, alloc)
+	annotation, err := resourceStatus(view.Topo, alloc)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
 	if err := p.state.Assume(nodeName, pod.UID, alloc); err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	cs.Write(reservedKey, &reserved{alloc: alloc, status: status})
+	p.waitMu.Lock()
+	delete(p.waiting, pod.UID)
+	p.waitMu.Unlock()
+	cs.Write(reservedKey, &reserved{alloc: alloc, status: annotation})
 	klog.FromContext(ctx).V(4).Info("Reserved CPUs", "pod", klog.KObj(pod), "node", nodeName, "cpuset", cpus.String())
 	return nil
 }
