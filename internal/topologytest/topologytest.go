@@ -4,6 +4,8 @@ package topologytest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"k8s.io/utils/cpuset"
 
@@ -36,4 +38,43 @@ func Linux(sockets, numaPerSocket, coresPerNUMA, threads int, memoryPerNUMA int6
 		info.CPUSharedPools = append(info.CPUSharedPools, extension.CPUSharedPool{Socket: int32(numa / numaPerSocket), Node: int32(numa), CPUSet: cpus})
 	}
 	return info
+}
+
+// WriteSysfs writes, under dir, the sysfs and procfs files Linux has on a
+// machine of the shape Linux describes (core_id restarting on each socket),
+// so that koordlet can be pointed at a machine this one is not.
+func WriteSysfs(dir string, sockets, numaPerSocket, coresPerNUMA, threads int, memoryPerNUMA int64) (sysfs, procfs string, err error) {
+	sysfs, procfs = filepath.Join(dir, "sys"), filepath.Join(dir, "proc")
+	files := map[string]string{}
+	cores := sockets * numaPerSocket * coresPerNUMA
+	coresPerSocket := numaPerSocket * coresPerNUMA
+	perNUMA := map[int][]int{}
+	for th := 0; th < threads; th++ {
+		for c := 0; c < cores; c++ {
+			cpu := th*cores + c
+			topo := filepath.Join(sysfs, "devices/system/cpu", fmt.Sprintf("cpu%d", cpu), "topology")
+			files[filepath.Join(topo, "physical_package_id")] = fmt.Sprintf("%d\n", c/coresPerSocket)
+			files[filepath.Join(topo, "core_id")] = fmt.Sprintf("%d\n", c%coresPerSocket)
+			perNUMA[c/coresPerNUMA] = append(perNUMA[c/coresPerNUMA], cpu)
+		}
+	}
+	files[filepath.Join(sysfs, "devices/system/cpu/online")] = fmt.Sprintf("0-%d\n", cores*threads-1)
+	nodes := sockets * numaPerSocket
+	files[filepath.Join(sysfs, "devices/system/node/online")] = fmt.Sprintf("0-%d\n", nodes-1)
+	for n := 0; n < nodes; n++ {
+		d := filepath.Join(sysfs, "devices/system/node", fmt.Sprintf("node%d", n))
+		files[filepath.Join(d, "cpulist")] = cpuset.New(perNUMA[n]...).String() + "\n"
+		files[filepath.Join(d, "meminfo")] = fmt.Sprintf("Node %d MemTotal:       %d kB\nNode %d MemFree:        1024 kB\n", n, memoryPerNUMA/1024, n)
+	}
+	files[filepath.Join(procfs, "cpuinfo")] = fmt.Sprintf("processor\t: 0\nmodel name\t: test %dx%dx%dx%d\n", sockets, numaPerSocket, coresPerNUMA, threads)
+	files[filepath.Join(procfs, "meminfo")] = fmt.Sprintf("MemTotal:       %d kB\n", int64(nodes)*memoryPerNUMA/1024)
+	for path, content := range files {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", "", err
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			return "", "", err
+		}
+	}
+	return sysfs, procfs, nil
 }

@@ -1,0 +1,99 @@
+// Command koordlet is Koord's node agent. See pkg/koordlet and DESIGN.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/koord-project/koord/pkg/koordlet/agent"
+	"github.com/koord-project/koord/pkg/version"
+)
+
+func main() {
+	var (
+		opts        agent.Options
+		kubeconfig  string
+		metricsAddr string
+		pprof       bool
+		showVersion bool
+	)
+	fs := flag.NewFlagSet("koordlet", flag.ExitOnError)
+	fs.StringVar(&opts.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
+	fs.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (default $KUBECONFIG, else the in-cluster config)")
+	fs.StringVar(&opts.SysfsRoot, "sysfs-root", "/sys", "where the host's sysfs is mounted")
+	fs.StringVar(&opts.ProcfsRoot, "procfs-root", "/proc", "where the host's procfs is mounted")
+	fs.StringVar(&opts.KubeletRootDir, "kubelet-root-dir", "/var/lib/kubelet", "kubelet's --root-dir: config.yaml and cpu_manager_state are read from it")
+	fs.DurationVar(&opts.SyncInterval, "topology-sync-interval", 10*time.Second, "how often the topology is re-read when no event says it changed")
+	fs.StringVar(&metricsAddr, "metrics-addr", ":9316", "address of /metrics and /healthz")
+	fs.BoolVar(&pprof, "enable-pprof", false, "serve /debug/pprof/ on --metrics-addr")
+	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
+	klog.InitFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+	if showVersion {
+		fmt.Println(version.String("koordlet"))
+		return
+	}
+	if err := run(opts, kubeconfig, metricsAddr, pprof); err != nil {
+		klog.ErrorS(err, "koordlet failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+}
+
+func run(opts agent.Options, kubeconfig, metricsAddr string, pprof bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return fmt.Errorf("API server config: %w", err)
+	}
+	cfg.UserAgent = "koordlet/" + version.Version
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a, err := agent.New(client, opts, reg)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: metricsAddr, Handler: a.Handler(reg, pprof), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.ListenAndServe() }()
+	runErr := make(chan error, 1)
+	go func() { runErr <- a.Run(klog.NewContext(ctx, klog.Background())) }()
+	select {
+	case err = <-serveErr:
+		stop()
+		<-runErr
+		return fmt.Errorf("serving %s: %w", metricsAddr, err)
+	case err = <-runErr:
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(shutdown); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return serr
+	}
+	return err
+}

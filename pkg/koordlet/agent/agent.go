@@ -1,0 +1,246 @@
+// Package agent is koordlet's main loop: it watches its node's pods and
+// objects and keeps what it publishes in step with the node.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/pkg/koordlet/reporter"
+	"github.com/koord-project/koord/pkg/koordlet/topology"
+)
+
+// Options are koordlet's inputs; the roots let tests point it at fixture trees.
+type Options struct {
+	NodeName       string
+	SysfsRoot      string
+	ProcfsRoot     string
+	KubeletRootDir string
+	// SyncInterval bounds how stale the published topology may get when no
+	// event says it changed (kubelet pins CPUs without telling anyone).
+	SyncInterval time.Duration
+}
+
+// Agent is one koordlet.
+type Agent struct {
+	opts    Options
+	client  kubernetes.Interface
+	metrics *metrics
+	faults  *faults
+
+	pods    corelisters.PodLister
+	nodes   corelisters.NodeLister
+	cms     corelisters.ConfigMapLister
+	synced  []cache.InformerSynced
+	start   func(stop <-chan struct{})
+	trigger chan struct{}
+	healthy atomic.Bool
+}
+
+// New wires an agent to the API server; reg receives its metrics.
+func New(client kubernetes.Interface, opts Options, reg prometheus.Registerer) (*Agent, error) {
+	if opts.NodeName == "" {
+		return nil, errors.New("the node name is required (--node-name or NODE_NAME)")
+	}
+	if opts.SyncInterval <= 0 {
+		opts.SyncInterval = 10 * time.Second
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{opts: opts, client: client, metrics: m, faults: newFaults(m), trigger: make(chan struct{}, 1)}
+
+	// Only this node's pods, this Node and this node's ConfigMap: the agent's
+	// watch cost does not grow with the cluster.
+	podFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", opts.NodeName).String()
+	}))
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", opts.NodeName).String()
+	}))
+	cmFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(extension.NUMAInfoNamespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", extension.NUMAInfoConfigMapName(opts.NodeName)).String()
+		}))
+	kick := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { a.kick() },
+		UpdateFunc: func(any, any) { a.kick() },
+		DeleteFunc: func(any) { a.kick() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{
+		podFactory.Core().V1().Pods().Informer(),
+		nodeFactory.Core().V1().Nodes().Informer(),
+		cmFactory.Core().V1().ConfigMaps().Informer(),
+	} {
+		reg, err := inf.AddEventHandler(kick)
+		if err != nil {
+			return nil, err
+		}
+		a.synced = append(a.synced, reg.HasSynced)
+	}
+	a.pods = podFactory.Core().V1().Pods().Lister()
+	a.nodes = nodeFactory.Core().V1().Nodes().Lister()
+	a.cms = cmFactory.Core().V1().ConfigMaps().Lister()
+	a.start = func(stop <-chan struct{}) {
+		podFactory.Start(stop)
+		nodeFactory.Start(stop)
+		cmFactory.Start(stop)
+	}
+	return a, nil
+}
+
+func (a *Agent) kick() {
+	select {
+	case a.trigger <- struct{}{}:
+	default: // a sync is already pending; it will see this change too
+	}
+}
+
+// Run publishes until ctx ends. Failures (API server away, unreadable
+// files) are logged once per cause, counted, and retried on the next event
+// or tick; they never stop the agent.
+func (a *Agent) Run(ctx context.Context) error {
+	a.start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
+		return ctx.Err()
+	}
+	a.healthy.Store(true)
+	ticker := time.NewTicker(a.opts.SyncInterval)
+	defer ticker.Stop()
+	a.kick()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.trigger:
+		case <-ticker.C:
+		}
+		a.SyncTopology(ctx)
+	}
+}
+
+// SyncTopology reads the node's topology and publishes it if it changed.
+func (a *Agent) SyncTopology(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	node, err := a.nodes.Get(a.opts.NodeName)
+	if err != nil {
+		a.faults.report(logger, "node", fmt.Errorf("node %s: %w", a.opts.NodeName, err))
+		return
+	}
+	a.faults.clear(logger, "node")
+	m, err := topology.ReadMachine(a.opts.SysfsRoot, a.opts.ProcfsRoot)
+	if err != nil {
+		a.faults.report(logger, "sysfs", err)
+		return
+	}
+	a.faults.clear(logger, "sysfs")
+	k, err := topology.ReadKubelet(a.opts.KubeletRootDir)
+	if err != nil {
+		a.faults.report(logger, "kubelet", err)
+		return
+	}
+	a.faults.clear(logger, "kubelet")
+	info, err := topology.NUMAInfo(m, k, a.podRefs(logger))
+	if err != nil {
+		a.faults.report(logger, "topology", err)
+		return
+	}
+	current := func() (*corev1.ConfigMap, error) {
+		cm, err := a.cms.ConfigMaps(extension.NUMAInfoNamespace).Get(extension.NUMAInfoConfigMapName(a.opts.NodeName))
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return cm, err
+	}
+	result, err := reporter.PublishNUMAInfo(ctx, a.client, node, info, current)
+	if err != nil {
+		a.faults.report(logger, "publish", err)
+		return
+	}
+	a.faults.clear(logger, "publish")
+	a.metrics.numaInfoSyncs.WithLabelValues(string(result)).Inc()
+	if result != reporter.Unchanged {
+		logger.V(2).Info("Published NUMA info", "configmap", klog.KRef(extension.NUMAInfoNamespace, extension.NUMAInfoConfigMapName(a.opts.NodeName)), "result", result)
+	}
+}
+
+// podRefs are this node's running pods with the CPUs the scheduler bound
+// them to. A pod with a malformed resource-status is reported and counted as
+// holding nothing exclusively.
+func (a *Agent) podRefs(logger klog.Logger) []topology.PodRef {
+	pods, err := a.pods.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	refs := make([]topology.PodRef, 0, len(pods))
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		ref := topology.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID}
+		if st, err := extension.GetResourceStatus(p.Annotations); err != nil {
+			a.faults.report(logger, "annotation/"+string(p.UID), fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err))
+		} else {
+			a.faults.clear(logger, "annotation/"+string(p.UID))
+			ref.CPUs = st.CPUs()
+		}
+		refs = append(refs, ref)
+	}
+	return refs
+}
+
+// faults logs each cause of failure once (again only when its error
+// changes) and counts every occurrence.
+type faults struct {
+	mu      sync.Mutex
+	last    map[string]string
+	metrics *metrics
+}
+
+func newFaults(m *metrics) *faults { return &faults{last: map[string]string{}, metrics: m} }
+
+func (f *faults) report(logger klog.Logger, cause string, err error) {
+	f.metrics.errors.WithLabelValues(causeLabel(cause)).Inc()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.last[cause] == err.Error() {
+		return
+	}
+	f.last[cause] = err.Error()
+	logger.Error(err, "koordlet cannot do its job; retrying", "cause", cause)
+}
+
+func (f *faults) clear(logger klog.Logger, cause string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.last[cause]; ok {
+		delete(f.last, cause)
+		logger.Info("Recovered", "cause", cause)
+	}
+}
+
+// causeLabel keeps metric cardinality bounded: per-pod causes share one label.
+func causeLabel(cause string) string {
+	if len(cause) > len("annotation/") && cause[:len("annotation/")] == "annotation/" {
+		return "annotation"
+	}
+	return cause
+}

@@ -1,0 +1,144 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/cpuset"
+
+	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/internal/topologytest"
+	"github.com/koord-project/koord/manifests"
+	"github.com/koord-project/koord/pkg/koordlet/agent"
+	"github.com/koord-project/koord/pkg/plugins/numaresource"
+)
+
+// startKoordlet runs a koordlet for node in this process, reading a fixture
+// machine of the given shape, until the test ends.
+func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node string, shape [4]int, memPerNUMA int64) {
+	t.Helper()
+	sysfs, procfs, err := topologytest.WriteSysfs(t.TempDir(), shape[0], shape[1], shape[2], shape[3], memPerNUMA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(cp.Client, agent.Options{NodeName: node, SysfsRoot: sysfs, ProcfsRoot: procfs, SyncInterval: 200 * time.Millisecond}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("koordlet: %v", err)
+		}
+	})
+}
+
+func getNUMAInfo(ctx context.Context, cp *controlplane.ControlPlane, node string) (*corev1.ConfigMap, error) {
+	return cp.Client.CoreV1().ConfigMaps("kube-system").Get(ctx, extension.NUMAInfoConfigMapName(node), metav1.GetOptions{})
+}
+
+func waitNUMAInfo(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node string, ok func(*extension.NUMAInfo) bool) *corev1.ConfigMap {
+	t.Helper()
+	var cm *corev1.ConfigMap
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if cm, err = getNUMAInfo(ctx, cp, node); err != nil {
+			return false, nil
+		}
+		info, err := extension.ParseNUMAInfo(cm)
+		if err != nil {
+			return false, err
+		}
+		return ok == nil || ok(info), nil
+	})
+	if err != nil {
+		t.Fatalf("numa-info of %s: %v", node, err)
+	}
+	return cm
+}
+
+// koordlet reads a (fixture) 2 NUMA × 8 cores × 2 threads machine and
+// publishes kube-system/<node>-numa-info as DESIGN.md says; koord-scheduler
+// binds LSR pods from it; koordlet then shows their CPUs out of the shared
+// pools, writes nothing while nothing changes, and re-creates the ConfigMap
+// when it is deleted.
+func TestKoordletPublishesTopologyTheSchedulerUses(t *testing.T) {
+	ctx := testContext(t)
+	cp := startNUMAControlPlane(t, ctx)
+	node, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "kl-1", CPU: "32", Memory: "64Gi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startKoordlet(t, ctx, cp, "kl-1", [4]int{1, 2, 8, 2}, 32<<30)
+
+	cm := waitNUMAInfo(t, ctx, cp, "kl-1", nil)
+	if cm.Labels[extension.LabelManagedBy] != "koordlet" || cm.Labels[extension.LabelTopologyNode] != "kl-1" {
+		t.Errorf("labels %v", cm.Labels)
+	}
+	if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].Kind != "Node" || cm.OwnerReferences[0].UID != node.UID {
+		t.Errorf("owner references %v, want the Node %s", cm.OwnerReferences, node.UID)
+	}
+	info, _ := extension.ParseNUMAInfo(cm)
+	want := topologytest.Linux(1, 2, 8, 2, 32<<30)
+	if len(info.CPUTopology.Detail) != 32 || len(info.NUMANodes) != 2 || info.NUMANodes[1].CPUs != want.NUMANodes[1].CPUs || info.NUMANodes[1].MemoryBytes != 32<<30 {
+		t.Errorf("published %d CPUs, NUMA nodes %+v", len(info.CPUTopology.Detail), info.NUMANodes)
+	}
+
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	var names []string
+	for i := 0; i < 4; i++ {
+		names = append(names, fmt.Sprintf("lsr-%d", i))
+		if _, err := cp.CreatePod(ctx, lsrPod(names[i], "2", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitBound(t, ctx, cp, names...)
+	topo, err := numaresource.NewTopology(want.CPUTopology)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := checkCPUs(t, ctx, cp, map[string]*numaresource.Topology{"kl-1": topo}, true)["kl-1"]
+
+	// The shared pools no longer offer the bound CPUs.
+	cm = waitNUMAInfo(t, ctx, cp, "kl-1", func(info *extension.NUMAInfo) bool {
+		shared := cpuset.New()
+		for _, p := range info.CPUSharedPools {
+			s, _ := cpuset.Parse(p.CPUSet)
+			shared = shared.Union(s)
+		}
+		return shared.Size() == 32-bound.Size() && shared.Intersection(bound).IsEmpty()
+	})
+
+	// Nothing changes: nothing is written (koordlet syncs every 200ms here).
+	rv := cm.ResourceVersion
+	time.Sleep(time.Second)
+	if cm, err = getNUMAInfo(ctx, cp, "kl-1"); err != nil || cm.ResourceVersion != rv {
+		t.Errorf("ConfigMap rewritten without a change: resourceVersion %s → %s (%v)", rv, cm.ResourceVersion, err)
+	}
+
+	// Deleted by hand: back within a sync.
+	if err := cp.Client.CoreV1().ConfigMaps("kube-system").Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		cm2, err := getNUMAInfo(ctx, cp, "kl-1")
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil && cm2.UID != cm.UID, err
+	})
+	if err != nil {
+		t.Fatalf("numa-info not re-created: %v", err)
+	}
+}
