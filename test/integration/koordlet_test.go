@@ -3,6 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,14 +25,20 @@ import (
 )
 
 // startKoordlet runs a koordlet for node in this process, reading a fixture
-// machine of the given shape, until the test ends.
-func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node string, shape [4]int, memPerNUMA int64) {
+// machine of the given shape, until the test ends. It returns the fixture
+// cgroup root (v1, cgroupfs driver), where pod cgroups are to be made.
+func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node string, shape [4]int, memPerNUMA int64) string {
 	t.Helper()
 	sysfs, procfs, err := topologytest.WriteSysfs(t.TempDir(), shape[0], shape[1], shape[2], shape[3], memPerNUMA)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New(cp.Client, agent.Options{NodeName: node, SysfsRoot: sysfs, ProcfsRoot: procfs, SyncInterval: 200 * time.Millisecond}, prometheus.NewRegistry())
+	cgroupRoot := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(cgroupRoot, "cpuset/kubepods/burstable"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(cp.Client, agent.Options{NodeName: node, SysfsRoot: sysfs, ProcfsRoot: procfs, CgroupRoot: cgroupRoot,
+		SyncInterval: 200 * time.Millisecond, ReconcileInterval: 100 * time.Millisecond}, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +51,49 @@ func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPl
 			t.Errorf("koordlet: %v", err)
 		}
 	})
+	return cgroupRoot
+}
+
+// runContainer gives a bound pod a running container, as kubelet and the
+// runtime would: the pod's status, and its pod and container cgroups (v1,
+// cgroupfs) with every CPU. It returns the container's cpuset.cpus file.
+func runContainer(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, cgroupRoot, name string, guaranteed bool) string {
+	t.Helper()
+	pod, err := cp.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", ContainerID: "containerd://" + name + "-c", Ready: true}}
+	if _, err := cp.Client.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	podDir := filepath.Join(cgroupRoot, "cpuset/kubepods/burstable", "pod"+string(pod.UID))
+	if guaranteed {
+		podDir = filepath.Join(cgroupRoot, "cpuset/kubepods", "pod"+string(pod.UID))
+	}
+	for _, d := range []string{podDir, filepath.Join(podDir, name+"-c")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "cpuset.cpus"), []byte("0-31\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(podDir, name+"-c", "cpuset.cpus")
+}
+
+func waitFile(t *testing.T, ctx context.Context, path, want string) {
+	t.Helper()
+	var got string
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		b, err := os.ReadFile(path)
+		got = strings.TrimSpace(string(b))
+		return err == nil && got == want, nil
+	})
+	if err != nil {
+		t.Fatalf("%s holds %q, want %q", path, got, want)
+	}
 }
 
 func getNUMAInfo(ctx context.Context, cp *controlplane.ControlPlane, node string) (*corev1.ConfigMap, error) {
@@ -80,7 +132,7 @@ func TestKoordletPublishesTopologyTheSchedulerUses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startKoordlet(t, ctx, cp, "kl-1", [4]int{1, 2, 8, 2}, 32<<30)
+	cgroupRoot := startKoordlet(t, ctx, cp, "kl-1", [4]int{1, 2, 8, 2}, 32<<30)
 
 	cm := waitNUMAInfo(t, ctx, cp, "kl-1", nil)
 	if cm.Labels[extension.LabelManagedBy] != "koordlet" || cm.Labels[extension.LabelTopologyNode] != "kl-1" {
@@ -119,6 +171,27 @@ func TestKoordletPublishesTopologyTheSchedulerUses(t *testing.T) {
 		}
 		return shared.Size() == 32-bound.Size() && shared.Intersection(bound).IsEmpty()
 	})
+
+	// koordlet pins the LSR pod's container to its CPUs and a shared pod's
+	// to every CPU no pod holds.
+	lsr0, err := cp.Client.CoreV1().Pods("default").Get(ctx, "lsr-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := extension.GetResourceStatus(lsr0.Annotations)
+	waitFile(t, ctx, runContainer(t, ctx, cp, cgroupRoot, "lsr-0", true), st.CPUSet)
+	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "ls", SchedulerName: "koord-scheduler", CPU: "500m", Memory: "1Gi",
+		Labels: map[string]string{extension.LabelPodQoS: "LS"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitBound(t, ctx, cp, "ls")
+	waitFile(t, ctx, runContainer(t, ctx, cp, cgroupRoot, "ls", false), cpuset.New(func() []int {
+		var ids []int
+		for i := 0; i < 32; i++ {
+			ids = append(ids, i)
+		}
+		return ids
+	}()...).Difference(bound).String())
 
 	// Nothing changes: nothing is written (koordlet syncs every 200ms here).
 	rv := cm.ResourceVersion

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,8 +22,11 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/cpuset"
 
 	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/pkg/koordlet/cgroup"
+	"github.com/koord-project/koord/pkg/koordlet/qos"
 	"github.com/koord-project/koord/pkg/koordlet/reporter"
 	"github.com/koord-project/koord/pkg/koordlet/topology"
 )
@@ -33,9 +37,15 @@ type Options struct {
 	SysfsRoot      string
 	ProcfsRoot     string
 	KubeletRootDir string
-	// SyncInterval bounds how stale the published topology may get when no
-	// event says it changed (kubelet pins CPUs without telling anyone).
-	SyncInterval time.Duration
+	// CgroupRoot is where the cgroup hierarchies are mounted; KubeletCgroupRoot
+	// is kubelet's --cgroup-root under it. Pod cgroups are found there.
+	CgroupRoot        string
+	KubeletCgroupRoot string
+	// SyncInterval is how often the machine's topology is re-read (CPU
+	// hotplug); kubelet's state and the pods are re-read every
+	// ReconcileInterval, and at once on any event.
+	SyncInterval      time.Duration
+	ReconcileInterval time.Duration
 }
 
 // Agent is one koordlet.
@@ -52,6 +62,11 @@ type Agent struct {
 	start   func(stop <-chan struct{})
 	trigger chan struct{}
 	healthy atomic.Bool
+
+	// Owned by the Run loop.
+	machine   *topology.Machine
+	machineAt time.Time
+	layout    *cgroup.Layout
 }
 
 // New wires an agent to the API server; reg receives its metrics.
@@ -60,7 +75,10 @@ func New(client kubernetes.Interface, opts Options, reg prometheus.Registerer) (
 		return nil, errors.New("the node name is required (--node-name or NODE_NAME)")
 	}
 	if opts.SyncInterval <= 0 {
-		opts.SyncInterval = 10 * time.Second
+		opts.SyncInterval = time.Minute
+	}
+	if opts.ReconcileInterval <= 0 {
+		opts.ReconcileInterval = time.Second
 	}
 	m, err := newMetrics(reg)
 	if err != nil {
@@ -123,7 +141,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	a.healthy.Store(true)
-	ticker := time.NewTicker(a.opts.SyncInterval)
+	ticker := time.NewTicker(a.opts.ReconcileInterval)
 	defer ticker.Stop()
 	a.kick()
 	for {
@@ -133,12 +151,35 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-a.trigger:
 		case <-ticker.C:
 		}
-		a.SyncTopology(ctx)
+		a.reconcile(ctx)
 	}
 }
 
-// SyncTopology reads the node's topology and publishes it if it changed.
-func (a *Agent) SyncTopology(ctx context.Context) {
+// reconcile brings what koordlet publishes and enforces in line with the
+// node: the numa-info ConfigMap, then the pods' cpusets.
+func (a *Agent) reconcile(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	if a.machine == nil || time.Since(a.machineAt) >= a.opts.SyncInterval {
+		m, err := topology.ReadMachine(a.opts.SysfsRoot, a.opts.ProcfsRoot)
+		if err != nil {
+			a.faults.report(logger, "sysfs", err)
+			return
+		}
+		a.faults.clear(logger, "sysfs")
+		a.machine, a.machineAt = m, time.Now()
+	}
+	k, err := topology.ReadKubelet(a.opts.KubeletRootDir)
+	if err != nil {
+		a.faults.report(logger, "kubelet", err)
+		return
+	}
+	a.faults.clear(logger, "kubelet")
+	a.syncTopology(ctx, a.machine, k)
+	a.pinCPUs(ctx, a.machine, k)
+}
+
+// syncTopology publishes the node's topology if it changed.
+func (a *Agent) syncTopology(ctx context.Context, m *topology.Machine, k *topology.Kubelet) {
 	logger := klog.FromContext(ctx)
 	node, err := a.nodes.Get(a.opts.NodeName)
 	if err != nil {
@@ -146,18 +187,6 @@ func (a *Agent) SyncTopology(ctx context.Context) {
 		return
 	}
 	a.faults.clear(logger, "node")
-	m, err := topology.ReadMachine(a.opts.SysfsRoot, a.opts.ProcfsRoot)
-	if err != nil {
-		a.faults.report(logger, "sysfs", err)
-		return
-	}
-	a.faults.clear(logger, "sysfs")
-	k, err := topology.ReadKubelet(a.opts.KubeletRootDir)
-	if err != nil {
-		a.faults.report(logger, "kubelet", err)
-		return
-	}
-	a.faults.clear(logger, "kubelet")
 	info, err := topology.NUMAInfo(m, k, a.podRefs(logger))
 	if err != nil {
 		a.faults.report(logger, "topology", err)
@@ -239,8 +268,53 @@ func (f *faults) clear(logger klog.Logger, cause string) {
 
 // causeLabel keeps metric cardinality bounded: per-pod causes share one label.
 func causeLabel(cause string) string {
-	if len(cause) > len("annotation/") && cause[:len("annotation/")] == "annotation/" {
-		return "annotation"
+	kind, _, _ := strings.Cut(cause, "/")
+	return kind
+}
+
+// pinCPUs writes every pod's cpuset (qos.PlanCPUSets) to its cgroups. Until
+// kubelet's pod cgroups exist under the cgroup root, it only looks for them.
+func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Kubelet) {
+	logger := klog.FromContext(ctx)
+	if a.layout == nil {
+		l, err := cgroup.Detect(a.opts.CgroupRoot, a.opts.KubeletCgroupRoot)
+		if err != nil {
+			a.faults.report(logger, "cgroup", err)
+			return
+		}
+		a.faults.clear(logger, "cgroup")
+		logger.Info("Found kubelet's pod cgroups", "root", l.Root, "version", l.Version, "driver", l.Driver)
+		a.layout = &l
 	}
-	return cause
+	pods, err := a.pods.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	all := cpuset.New()
+	for _, c := range m.CPUTopology.Detail {
+		all = all.Union(cpuset.New(int(c.ID)))
+	}
+	reserved, _ := cpuset.Parse(k.Policy.ReservedCPUs) // validated by ReadKubelet
+	plan, errs := qos.PlanCPUSets(pods, all, reserved, k.Pinned)
+	for _, err := range errs {
+		a.faults.report(logger, "annotation", err)
+	}
+	for _, p := range pods {
+		cpus, ok := plan[p.UID]
+		if !ok {
+			continue
+		}
+		n, err := qos.ApplyCPUSet(*a.layout, p, cpus)
+		a.metrics.cpusetWrites.Add(float64(n))
+		cause := "cgroup/" + string(p.UID)
+		switch {
+		case errors.Is(err, qos.ErrCgroupMissing):
+			// Pods' cgroups appear after they are bound and vanish when they
+			// end; the next pass sees them.
+		case err != nil:
+			a.faults.report(logger, cause, err)
+		default:
+			a.faults.clear(logger, cause)
+		}
+	}
 }
