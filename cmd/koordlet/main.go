@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/koord-project/koord/pkg/koordlet/agent"
+	"github.com/koord-project/koord/pkg/plugins/koordclient"
 	"github.com/koord-project/koord/pkg/version"
 )
 
@@ -41,6 +42,8 @@ func main() {
 	fs.StringVar(&opts.KubeletCgroupRoot, "kubelet-cgroup-root", "", "kubelet's --cgroup-root, under which its kubepods cgroups are (default /)")
 	fs.DurationVar(&opts.SyncInterval, "topology-sync-interval", time.Minute, "how often the machine's CPU topology is re-read (CPU hotplug)")
 	fs.DurationVar(&opts.ReconcileInterval, "reconcile-interval", time.Second, "how often kubelet's state and the pods' cpusets are checked when no event says they changed")
+	fs.DurationVar(&opts.CollectInterval, "collect-interval", 5*time.Second, "how often node and pod usage is sampled")
+	fs.DurationVar(&opts.MaxWindow, "max-aggregate-window", 30*time.Minute, "longest window of aggregatedNodeUsages; bounds the usage history kept")
 	fs.StringVar(&metricsAddr, "metrics-addr", ":9316", "address of /metrics and /healthz")
 	fs.BoolVar(&pprof, "enable-pprof", false, "serve /debug/pprof/ on --metrics-addr")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
@@ -77,7 +80,11 @@ func run(opts agent.Options, kubeconfig, metricsAddr string, pprof bool) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a, err := agent.New(client, opts, reg)
+	koord, err := koordclient.New(cfg)
+	if err != nil {
+		return err
+	}
+	a, err := agent.New(client, koord, opts, reg)
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,9 @@ func WriteSysfs(dir string, sockets, numaPerSocket, coresPerNUMA, threads int, m
 		files[filepath.Join(d, "meminfo")] = fmt.Sprintf("Node %d MemTotal:       %d kB\nNode %d MemFree:        1024 kB\n", n, memoryPerNUMA/1024, n)
 	}
 	files[filepath.Join(procfs, "cpuinfo")] = fmt.Sprintf("processor\t: 0\nmodel name\t: test %dx%dx%dx%d\n", sockets, numaPerSocket, coresPerNUMA, threads)
-	files[filepath.Join(procfs, "meminfo")] = fmt.Sprintf("MemTotal:       %d kB\n", int64(nodes)*memoryPerNUMA/1024)
+	files[filepath.Join(procfs, "meminfo")] = fmt.Sprintf("MemTotal:       %d kB\nMemFree:        %d kB\nMemAvailable:   %d kB\n",
+		int64(nodes)*memoryPerNUMA/1024, int64(nodes)*memoryPerNUMA/4096, int64(nodes)*memoryPerNUMA/2048)
+	files[filepath.Join(procfs, "stat")] = ProcStat(0, 0)
 	for path, content := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return "", "", err
@@ -77,4 +79,10 @@ func WriteSysfs(dir string, sockets, numaPerSocket, coresPerNUMA, threads int, m
 		}
 	}
 	return sysfs, procfs, nil
+}
+
+// ProcStat is a /proc/stat whose cpu line has busy jiffies as user time and
+// idle jiffies as idle time; tests advance both to simulate load.
+func ProcStat(busy, idle uint64) string {
+	return fmt.Sprintf("cpu  %d 0 0 %d 0 0 0 0 0 0\nintr 0\n", busy, idle)
 }

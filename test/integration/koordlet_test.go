@@ -24,10 +24,45 @@ import (
 	"github.com/koord-project/koord/pkg/plugins/numaresource"
 )
 
+// fixtureNode is where a koordlet under test reads its node from.
+type fixtureNode struct {
+	procfs, cgroupRoot string
+	cpus               int
+}
+
+// simulateLoad makes the fixture /proc/stat say cores CPUs are busy, until
+// the test ends.
+func (n fixtureNode) simulateLoad(t *testing.T, ctx context.Context, cores float64) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		var busy, idle float64
+		last := time.Now()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-time.After(5 * time.Millisecond):
+				secs := now.Sub(last).Seconds()
+				last = now
+				busy += cores * 100 * secs
+				idle += (float64(n.cpus) - cores) * 100 * secs
+				stat := topologytest.ProcStat(uint64(busy), uint64(idle))
+				tmp := filepath.Join(n.procfs, "stat.tmp")
+				if os.WriteFile(tmp, []byte(stat), 0o644) == nil {
+					_ = os.Rename(tmp, filepath.Join(n.procfs, "stat"))
+				}
+			}
+		}
+	}()
+}
+
 // startKoordlet runs a koordlet for node in this process, reading a fixture
-// machine of the given shape, until the test ends. It returns the fixture
-// cgroup root (v1, cgroupfs driver), where pod cgroups are to be made.
-func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node string, shape [4]int, memPerNUMA int64) string {
+// machine of the given shape, until the test ends. Pod cgroups are to be
+// made under the fixture cgroup root (v1, cgroupfs driver).
+func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node string, shape [4]int, memPerNUMA int64) fixtureNode {
 	t.Helper()
 	sysfs, procfs, err := topologytest.WriteSysfs(t.TempDir(), shape[0], shape[1], shape[2], shape[3], memPerNUMA)
 	if err != nil {
@@ -37,8 +72,8 @@ func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPl
 	if err := os.MkdirAll(filepath.Join(cgroupRoot, "cpuset/kubepods/burstable"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New(cp.Client, agent.Options{NodeName: node, SysfsRoot: sysfs, ProcfsRoot: procfs, CgroupRoot: cgroupRoot,
-		SyncInterval: 200 * time.Millisecond, ReconcileInterval: 100 * time.Millisecond}, prometheus.NewRegistry())
+	a, err := agent.New(cp.Client, cp.Koord, agent.Options{NodeName: node, SysfsRoot: sysfs, ProcfsRoot: procfs, CgroupRoot: cgroupRoot,
+		SyncInterval: 200 * time.Millisecond, ReconcileInterval: 100 * time.Millisecond, CollectInterval: 100 * time.Millisecond}, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +86,7 @@ func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPl
 			t.Errorf("koordlet: %v", err)
 		}
 	})
-	return cgroupRoot
+	return fixtureNode{procfs: procfs, cgroupRoot: cgroupRoot, cpus: shape[0] * shape[1] * shape[2] * shape[3]}
 }
 
 // runContainer gives a bound pod a running container, as kubelet and the
@@ -132,7 +167,8 @@ func TestKoordletPublishesTopologyTheSchedulerUses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cgroupRoot := startKoordlet(t, ctx, cp, "kl-1", [4]int{1, 2, 8, 2}, 32<<30)
+	fixture := startKoordlet(t, ctx, cp, "kl-1", [4]int{1, 2, 8, 2}, 32<<30)
+	cgroupRoot := fixture.cgroupRoot
 
 	cm := waitNUMAInfo(t, ctx, cp, "kl-1", nil)
 	if cm.Labels[extension.LabelManagedBy] != "koordlet" || cm.Labels[extension.LabelTopologyNode] != "kl-1" {
@@ -213,5 +249,66 @@ func TestKoordletPublishesTopologyTheSchedulerUses(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("numa-info not re-created: %v", err)
+	}
+}
+
+// Two koordlets on fixture machines, one of them busy (its /proc/stat says
+// 14 of 16 CPUs work): each writes its NodeMetric, and LoadAwareScheduling
+// keeps new pods off the busy node.
+func TestKoordletReportsLoadTheSchedulerAvoids(t *testing.T) {
+	ctx := testContext(t)
+	cp := startNUMAControlPlane(t, ctx)
+	nodes := map[string]float64{"kl-hot": 14, "kl-cool": 1}
+	uids := map[string]string{}
+	for name, busy := range nodes {
+		n, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: name, CPU: "16", Memory: "32Gi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uids[name] = string(n.UID)
+		startKoordlet(t, ctx, cp, name, [4]int{1, 1, 8, 2}, 32<<30).simulateLoad(t, ctx, busy)
+	}
+	for name, busy := range nodes {
+		var last string
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			nm, err := cp.Koord.SloV1alpha1().NodeMetrics().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || nm.Status.NodeMetric == nil {
+				return false, nil
+			}
+			cpu := nm.Status.NodeMetric.NodeUsage.Cpu().AsApproximateFloat64()
+			last = fmt.Sprintf("cpu %.2f, %d windows", cpu, len(nm.Status.NodeMetric.AggregatedNodeUsages))
+			if len(nm.OwnerReferences) != 1 || string(nm.OwnerReferences[0].UID) != uids[name] {
+				return false, fmt.Errorf("nodemetric %s owners %v", name, nm.OwnerReferences)
+			}
+			if nm.Status.UpdateTime == nil || len(nm.Status.NodeMetric.AggregatedNodeUsages) != 3 {
+				return false, nil
+			}
+			p99 := nm.Status.NodeMetric.AggregatedNodeUsages[0].Usage["p99"]
+			// Memory is MemTotal − MemAvailable of the fixture: half.
+			// The fixture's /proc/stat moves in steps, so a single sample is
+			// only near the simulated load.
+			return cpu > busy-3 && cpu < busy+3 && p99.Memory().Value() == 16<<30, nil
+		})
+		if err != nil {
+			t.Fatalf("nodemetric %s (last: %s): %v", name, last, err)
+		}
+	}
+
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	var names []string
+	for i := 0; i < 6; i++ {
+		names = append(names, fmt.Sprintf("web-%d", i))
+		if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: names[i], SchedulerName: "koord-scheduler", CPU: "500m", Memory: "512Mi",
+			Labels: map[string]string{extension.LabelPodQoS: "LS"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitBound(t, ctx, cp, names...)
+	counts, err := cp.PodsByNode(ctx, "koord-scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts["kl-hot"] != 0 || counts["kl-cool"] != 6 {
+		t.Errorf("pods per node %v, want all 6 on kl-cool", counts)
 	}
 }

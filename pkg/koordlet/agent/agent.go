@@ -25,7 +25,10 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/koord-project/koord/apis/extension"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
 	"github.com/koord-project/koord/pkg/koordlet/cgroup"
+	usage "github.com/koord-project/koord/pkg/koordlet/metrics"
 	"github.com/koord-project/koord/pkg/koordlet/qos"
 	"github.com/koord-project/koord/pkg/koordlet/reporter"
 	"github.com/koord-project/koord/pkg/koordlet/topology"
@@ -46,14 +49,22 @@ type Options struct {
 	// ReconcileInterval, and at once on any event.
 	SyncInterval      time.Duration
 	ReconcileInterval time.Duration
+	// CollectInterval is how often usage is sampled; the histories hold
+	// MaxWindow of node samples (the longest aggregation window reported).
+	CollectInterval time.Duration
+	MaxWindow       time.Duration
 }
 
 // Agent is one koordlet.
 type Agent struct {
-	opts    Options
-	client  kubernetes.Interface
-	metrics *metrics
-	faults  *faults
+	opts      Options
+	client    kubernetes.Interface
+	koord     koordclientset.Interface
+	collector *usage.Collector
+	// nextReport is when NodeMetric is next written (owned by Run).
+	nextReport time.Time
+	metrics    *metrics
+	faults     *faults
 
 	pods    corelisters.PodLister
 	nodes   corelisters.NodeLister
@@ -69,8 +80,9 @@ type Agent struct {
 	layout    *cgroup.Layout
 }
 
-// New wires an agent to the API server; reg receives its metrics.
-func New(client kubernetes.Interface, opts Options, reg prometheus.Registerer) (*Agent, error) {
+// New wires an agent to the API server (koord for NodeMetric); reg receives
+// its metrics.
+func New(client kubernetes.Interface, koord koordclientset.Interface, opts Options, reg prometheus.Registerer) (*Agent, error) {
 	if opts.NodeName == "" {
 		return nil, errors.New("the node name is required (--node-name or NODE_NAME)")
 	}
@@ -80,11 +92,20 @@ func New(client kubernetes.Interface, opts Options, reg prometheus.Registerer) (
 	if opts.ReconcileInterval <= 0 {
 		opts.ReconcileInterval = time.Second
 	}
+	if opts.CollectInterval <= 0 {
+		opts.CollectInterval = 5 * time.Second
+	}
+	if opts.MaxWindow <= 0 {
+		opts.MaxWindow = 30 * time.Minute
+	}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{opts: opts, client: client, metrics: m, faults: newFaults(m), trigger: make(chan struct{}, 1)}
+	a := &Agent{opts: opts, client: client, koord: koord, metrics: m, faults: newFaults(m), trigger: make(chan struct{}, 1),
+		// Pods' histories cover the NodeMetric aggregation window; 10 minutes
+		// bounds what a controller may ask for.
+		collector: usage.NewCollector(opts.ProcfsRoot, opts.CollectInterval, opts.MaxWindow, 10*time.Minute)}
 
 	// Only this node's pods, this Node and this node's ConfigMap: the agent's
 	// watch cost does not grow with the cluster.
@@ -143,15 +164,61 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.healthy.Store(true)
 	ticker := time.NewTicker(a.opts.ReconcileInterval)
 	defer ticker.Stop()
+	collect := time.NewTicker(a.opts.CollectInterval)
+	defer collect.Stop()
 	a.kick()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-a.trigger:
+			a.reconcile(ctx)
 		case <-ticker.C:
+			a.reconcile(ctx)
+		case <-collect.C:
+			// The time of the read, not of the tick: a tick that waited
+			// behind a reconcile would skew the rate.
+			a.collect(ctx, time.Now())
 		}
-		a.reconcile(ctx)
+	}
+}
+
+// collect samples usage and, when due, writes NodeMetric.
+func (a *Agent) collect(ctx context.Context, now time.Time) {
+	logger := klog.FromContext(ctx)
+	pods, err := a.pods.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	running := pods[:0:0]
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			running = append(running, p)
+		}
+	}
+	if err := a.collector.Collect(now, a.layout, running); err != nil {
+		a.faults.report(logger, "procfs", err)
+		return
+	}
+	a.faults.clear(logger, "procfs")
+	if now.Before(a.nextReport) {
+		return
+	}
+	node, err := a.nodes.Get(a.opts.NodeName)
+	if err != nil {
+		return // reported by reconcile
+	}
+	policy, wrote, err := reporter.PublishNodeMetric(ctx, a.koord, node, func(p reporter.Policy) (*slov1alpha1.NodeMetricStatus, bool) {
+		return reporter.NodeMetricStatus(now, a.collector, running, p)
+	})
+	if err != nil {
+		a.faults.report(logger, "nodemetric", err)
+		return // retried at the next sample
+	}
+	a.faults.clear(logger, "nodemetric")
+	if wrote {
+		a.metrics.nodeMetricReports.Inc()
+		a.nextReport = now.Add(policy.Report)
 	}
 }
 

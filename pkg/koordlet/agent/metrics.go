@@ -3,9 +3,10 @@ package agent
 import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
-	numaInfoSyncs *prometheus.CounterVec
-	errors        *prometheus.CounterVec
-	cpusetWrites  prometheus.Counter
+	numaInfoSyncs     *prometheus.CounterVec
+	errors            *prometheus.CounterVec
+	cpusetWrites      prometheus.Counter
+	nodeMetricReports prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -23,7 +24,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "cpuset.cpus files koordlet changed (it writes only what differs).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.numaInfoSyncs, m.errors, m.cpusetWrites} {
+	m.nodeMetricReports = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "koordlet_nodemetric_reports_total",
+		Help: "NodeMetric status updates written.",
+	})
+	for _, c := range []prometheus.Collector{m.numaInfoSyncs, m.errors, m.cpusetWrites, m.nodeMetricReports} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,197 @@
+package metrics
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	v1qos "k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
+
+	"github.com/koord-project/koord/pkg/koordlet/cgroup"
+)
+
+// userHZ is the unit of /proc/stat: the kernel reports jiffies of 1/100 s
+// to user space on every architecture Kubernetes runs on.
+const userHZ = 100
+
+// Collector samples usage every Collect call and keeps bounded histories:
+// the node's for the longest aggregation window, each pod's for the
+// NodeMetric aggregation window. Pods that leave are forgotten.
+type Collector struct {
+	procfs     string
+	nodeWindow time.Duration
+	podWindow  time.Duration
+	interval   time.Duration
+
+	mu             sync.Mutex
+	nodeCPU        *Series // cores
+	nodeMem        *Series // bytes
+	lastBusy, last uint64  // /proc/stat jiffies
+	lastAt         time.Time
+	pods           map[types.UID]*podHistory
+}
+
+type podHistory struct {
+	cpu, mem *Series
+	lastNS   uint64
+	lastAt   time.Time
+}
+
+// NewCollector keeps node samples for nodeWindow and pod samples for
+// podWindow, taken every interval (which sizes the rings).
+func NewCollector(procfs string, interval, nodeWindow, podWindow time.Duration) *Collector {
+	return &Collector{
+		procfs: procfs, interval: interval, nodeWindow: nodeWindow, podWindow: podWindow,
+		nodeCPU: NewSeries(int(nodeWindow/interval) + 1), nodeMem: NewSeries(int(nodeWindow/interval) + 1),
+		pods: map[types.UID]*podHistory{},
+	}
+}
+
+// Collect takes one sample of the node and of every pod (with layout nil,
+// pods are not sampled). CPU usage is a rate, so each series starts with
+// its second sample. Per-pod errors (a cgroup that vanished) skip that pod.
+func (c *Collector) Collect(now time.Time, layout *cgroup.Layout, pods []*corev1.Pod) error {
+	busy, total, err := readProcStat(filepath.Join(c.procfs, "stat"))
+	if err != nil {
+		return err
+	}
+	used, err := readMemUsed(filepath.Join(c.procfs, "meminfo"))
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.lastAt.IsZero() && total > c.last {
+		secs := now.Sub(c.lastAt).Seconds()
+		if secs > 0 {
+			c.nodeCPU.Add(now, float64(busy-c.lastBusy)/userHZ/secs)
+		}
+	}
+	c.lastBusy, c.last, c.lastAt = busy, total, now
+	c.nodeMem.Add(now, float64(used))
+
+	seen := map[types.UID]bool{}
+	for _, p := range pods {
+		seen[p.UID] = true
+		if layout == nil {
+			continue
+		}
+		dir := layout.PodDir(v1qos.GetPodQOS(p), p.UID)
+		ns, err := layout.CPUUsage(dir)
+		if err != nil {
+			continue
+		}
+		mem, err := layout.MemoryWorkingSet(dir)
+		if err != nil {
+			continue
+		}
+		h := c.pods[p.UID]
+		if h == nil {
+			n := int(c.podWindow/c.interval) + 1
+			h = &podHistory{cpu: NewSeries(n), mem: NewSeries(n)}
+			c.pods[p.UID] = h
+		}
+		if !h.lastAt.IsZero() && ns >= h.lastNS {
+			if secs := now.Sub(h.lastAt).Seconds(); secs > 0 {
+				h.cpu.Add(now, float64(ns-h.lastNS)/1e9/secs)
+			}
+		}
+		h.lastNS, h.lastAt = ns, now
+		h.mem.Add(now, float64(mem))
+	}
+	for uid := range c.pods {
+		if !seen[uid] {
+			delete(c.pods, uid)
+		}
+	}
+	return nil
+}
+
+// NodeUsage summarises node CPU (cores) and memory (bytes) since t.
+func (c *Collector) NodeUsage(since time.Time) (cpu, mem Stats, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cpu, okC := Summarise(c.nodeCPU.Since(since, nil))
+	mem, okM := Summarise(c.nodeMem.Since(since, nil))
+	return cpu, mem, okC && okM
+}
+
+// PodUsage is a pod's average CPU (cores) and memory (bytes) since t.
+func (c *Collector) PodUsage(uid types.UID, since time.Time) (cpu, mem float64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.pods[uid]
+	if h == nil {
+		return 0, 0, false
+	}
+	cs, okC := Summarise(h.cpu.Since(since, nil))
+	ms, okM := Summarise(h.mem.Since(since, nil))
+	return cs.Avg, ms.Avg, okC && okM
+}
+
+// readProcStat returns busy and total jiffies from the "cpu" line of
+// /proc/stat. Idle and iowait are not busy.
+func readProcStat(path string) (busy, total uint64, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 5 || fields[0] != "cpu" {
+		return 0, 0, fmt.Errorf("%s: first line %q is not the cpu totals", path, line)
+	}
+	for i, f := range fields[1:] {
+		if i >= 8 { // guest and guest_nice are already in user and nice
+			break
+		}
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", path, err)
+		}
+		total += v
+		if i != 3 && i != 4 { // idle, iowait
+			busy += v
+		}
+	}
+	return busy, total, nil
+}
+
+// readMemUsed is MemTotal − MemAvailable, what the node cannot give away.
+func readMemUsed(path string) (uint64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	vals := map[string]uint64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "MemTotal" && k != "MemAvailable") {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		n, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %s: %w", path, k, err)
+		}
+		vals[k] = n * 1024
+	}
+	total, okT := vals["MemTotal"]
+	avail, okA := vals["MemAvailable"]
+	if !okT || !okA {
+		return 0, fmt.Errorf("%s: no MemTotal or MemAvailable", path)
+	}
+	if avail > total {
+		return 0, nil
+	}
+	return total - avail, nil
+}

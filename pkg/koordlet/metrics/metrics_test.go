@@ -1,0 +1,88 @@
+package metrics
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/koord-project/koord/internal/topologytest"
+	"github.com/koord-project/koord/pkg/koordlet/cgroup"
+)
+
+func TestSeriesIsBounded(t *testing.T) {
+	s := NewSeries(3)
+	t0 := time.Unix(1000, 0)
+	for i := 0; i < 10; i++ {
+		s.Add(t0.Add(time.Duration(i)*time.Second), float64(i))
+	}
+	if got := s.Since(time.Time{}, nil); len(got) != 3 || got[0] != 7 || got[2] != 9 {
+		t.Errorf("kept %v, want the last three", got)
+	}
+	if got := s.Since(t0.Add(8*time.Second), nil); len(got) != 2 {
+		t.Errorf("since 8s: %v", got)
+	}
+	st, ok := Summarise([]float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10})
+	if !ok || st.Avg != 5.5 || st.P50 != 5 || st.P90 != 9 || st.P99 != 10 {
+		t.Errorf("stats %+v", st)
+	}
+	if _, ok := Summarise(nil); ok {
+		t.Error("no samples, no stats")
+	}
+}
+
+func writeFile(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// 14 of 16 CPUs busy for a second, a pod using 1.5 cores: the collector
+// reports exactly that, and memory as MemTotal − MemAvailable.
+func TestCollector(t *testing.T) {
+	_, procfs, err := topologytest.WriteSysfs(t.TempDir(), 1, 1, 8, 2, 32<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	l := cgroup.Layout{Root: root, Version: cgroup.V1, Driver: cgroup.Cgroupfs}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: "u1"}}
+	podDir := l.PodDir(corev1.PodQOSBestEffort, "u1")
+	writeFile(t, filepath.Join(root, "cpuacct", podDir, "cpuacct.usage"), "0\n")
+	writeFile(t, filepath.Join(root, "memory", podDir, "memory.usage_in_bytes"), "3000\n")
+	writeFile(t, filepath.Join(root, "memory", podDir, "memory.stat"), "total_inactive_file 1000\n")
+
+	c := NewCollector(procfs, time.Second, time.Minute, time.Minute)
+	t0 := time.Unix(1000, 0)
+	if err := c.Collect(t0, &l, []*corev1.Pod{pod}); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(procfs, "stat"), topologytest.ProcStat(1400, 200))
+	writeFile(t, filepath.Join(root, "cpuacct", podDir, "cpuacct.usage"), "1500000000\n")
+	if err := c.Collect(t0.Add(time.Second), &l, []*corev1.Pod{pod}); err != nil {
+		t.Fatal(err)
+	}
+	cpu, mem, ok := c.NodeUsage(t0)
+	if !ok || math.Abs(cpu.Avg-14) > 1e-9 || mem.Avg != 16<<30 {
+		t.Errorf("node cpu %+v, memory %+v (%v); want 14 cores, 16Gi", cpu, mem, ok)
+	}
+	pc, pm, ok := c.PodUsage("u1", t0)
+	if !ok || math.Abs(pc-1.5) > 1e-9 || pm != 2000 {
+		t.Errorf("pod cpu %v, memory %v (%v); want 1.5 cores, 2000 bytes", pc, pm, ok)
+	}
+	// A pod that left is forgotten: memory does not grow with churn.
+	if err := c.Collect(t0.Add(2*time.Second), &l, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := c.PodUsage("u1", t0); ok || len(c.pods) != 0 {
+		t.Error("a deleted pod's history is kept")
+	}
+}

@@ -1,0 +1,128 @@
+package reporter
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/koord-project/koord/apis/extension"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
+	"github.com/koord-project/koord/pkg/koordlet/metrics"
+)
+
+// Policy is a NodeMetric's collect policy with Koordinator's defaults filled in.
+type Policy struct {
+	Aggregate time.Duration // window of nodeUsage and each pod's usage
+	Report    time.Duration // how often status is written
+	Windows   []time.Duration
+}
+
+// DefaultWindows are the aggregatedNodeUsages windows when the spec names none.
+var DefaultWindows = []time.Duration{5 * time.Minute, 10 * time.Minute, 30 * time.Minute}
+
+// PolicyOf reads a NodeMetric's spec (nil: all defaults: 300 s, 60 s, 5m/10m/30m).
+func PolicyOf(nm *slov1alpha1.NodeMetric) Policy {
+	p := Policy{Aggregate: 300 * time.Second, Report: 60 * time.Second, Windows: DefaultWindows}
+	if nm == nil || nm.Spec.CollectPolicy == nil {
+		return p
+	}
+	cp := nm.Spec.CollectPolicy
+	if cp.AggregateDurationSeconds != nil && *cp.AggregateDurationSeconds > 0 {
+		p.Aggregate = time.Duration(*cp.AggregateDurationSeconds) * time.Second
+	}
+	if cp.ReportIntervalSeconds != nil && *cp.ReportIntervalSeconds > 0 {
+		p.Report = time.Duration(*cp.ReportIntervalSeconds) * time.Second
+	}
+	if cp.NodeAggregatePolicy != nil && len(cp.NodeAggregatePolicy.Durations) > 0 {
+		p.Windows = nil
+		for _, d := range cp.NodeAggregatePolicy.Durations {
+			if d.Duration > 0 {
+				p.Windows = append(p.Windows, d.Duration)
+			}
+		}
+	}
+	return p
+}
+
+func usage(cores, bytes float64) slov1alpha1.ResourceMap {
+	return slov1alpha1.ResourceMap{ResourceList: corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(cores*1000+0.5), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(int64(bytes), resource.BinarySI),
+	}}
+}
+
+// NodeMetricStatus summarises the collector's histories as of now. Pods
+// without samples yet are left out; systemUsage is the node's usage not
+// accounted to any pod.
+func NodeMetricStatus(now time.Time, c *metrics.Collector, pods []*corev1.Pod, p Policy) (*slov1alpha1.NodeMetricStatus, bool) {
+	cpu, mem, ok := c.NodeUsage(now.Add(-p.Aggregate))
+	if !ok {
+		return nil, false
+	}
+	info := &slov1alpha1.NodeMetricInfo{NodeUsage: usage(cpu.Avg, mem.Avg)}
+	for _, w := range p.Windows {
+		wc, wm, ok := c.NodeUsage(now.Add(-w))
+		if !ok {
+			continue
+		}
+		info.AggregatedNodeUsages = append(info.AggregatedNodeUsages, slov1alpha1.AggregatedUsage{
+			Duration: metav1.Duration{Duration: w},
+			Usage: map[slov1alpha1.AggregationType]slov1alpha1.ResourceMap{
+				slov1alpha1.AVG: usage(wc.Avg, wm.Avg), slov1alpha1.P50: usage(wc.P50, wm.P50),
+				slov1alpha1.P90: usage(wc.P90, wm.P90), slov1alpha1.P95: usage(wc.P95, wm.P95), slov1alpha1.P99: usage(wc.P99, wm.P99),
+			},
+		})
+	}
+	st := &slov1alpha1.NodeMetricStatus{UpdateTime: &metav1.Time{Time: now}, NodeMetric: info, PodsMetric: []*slov1alpha1.PodMetricInfo{}}
+	var podCPU, podMem float64
+	for _, pod := range pods {
+		pc, pm, ok := c.PodUsage(pod.UID, now.Add(-p.Aggregate))
+		if !ok {
+			continue
+		}
+		podCPU, podMem = podCPU+pc, podMem+pm
+		qos, _ := extension.GetPodQoSClass(pod)
+		st.PodsMetric = append(st.PodsMetric, &slov1alpha1.PodMetricInfo{
+			Namespace: pod.Namespace, Name: pod.Name, PodUsage: usage(pc, pm),
+			Priority: extension.PodPriorityClass(pod.Spec.Priority), QoS: qos,
+		})
+	}
+	info.SystemUsage = usage(max(cpu.Avg-podCPU, 0), max(mem.Avg-podMem, 0))
+	return st, true
+}
+
+// PublishNodeMetric writes status to the NodeMetric named after the node,
+// creating the object (owned by the Node) when no controller has. build is
+// given the object's policy, so that the spec a controller set is honoured.
+// It returns the policy, for the caller to time the next report, and
+// whether it wrote (not before there are samples to report).
+func PublishNodeMetric(ctx context.Context, client koordclientset.Interface, node *corev1.Node, build func(Policy) (*slov1alpha1.NodeMetricStatus, bool)) (Policy, bool, error) {
+	nms := client.SloV1alpha1().NodeMetrics()
+	nm, err := nms.Get(ctx, node.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		nm, err = nms.Create(ctx, &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{
+			Name:            node.Name,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, BlockOwnerDeletion: ptr.To(false)}},
+		}}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return PolicyOf(nil), false, fmt.Errorf("nodemetric %s: %w", node.Name, err)
+	}
+	policy := PolicyOf(nm)
+	status, ok := build(policy)
+	if !ok {
+		return policy, false, nil
+	}
+	nm.Status = *status
+	if _, err := nms.UpdateStatus(ctx, nm, metav1.UpdateOptions{}); err != nil {
+		return policy, false, fmt.Errorf("nodemetric %s status: %w", node.Name, err)
+	}
+	return policy, true, nil
+}
