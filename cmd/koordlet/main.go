@@ -44,6 +44,7 @@ func main() {
 	fs.DurationVar(&opts.ReconcileInterval, "reconcile-interval", time.Second, "how often kubelet's state and the pods' cpusets are checked when no event says they changed")
 	fs.DurationVar(&opts.CollectInterval, "collect-interval", 5*time.Second, "how often node and pod usage is sampled")
 	fs.DurationVar(&opts.MaxWindow, "max-aggregate-window", 30*time.Minute, "longest window of aggregatedNodeUsages; bounds the usage history kept")
+	fs.BoolVar(&opts.RunQueueLatency, "runqueue-latency", true, "measure each pod's run-queue latency with eBPF (needs BTF and CAP_BPF/CAP_PERFMON)")
 	fs.StringVar(&metricsAddr, "metrics-addr", ":9316", "address of /metrics and /healthz")
 	fs.BoolVar(&pprof, "enable-pprof", false, "serve /debug/pprof/ on --metrics-addr")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -28,6 +29,7 @@ import (
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
 	"github.com/koord-project/koord/pkg/koordlet/cgroup"
+	"github.com/koord-project/koord/pkg/koordlet/ebpf/runqlat"
 	usage "github.com/koord-project/koord/pkg/koordlet/metrics"
 	"github.com/koord-project/koord/pkg/koordlet/qos"
 	"github.com/koord-project/koord/pkg/koordlet/reporter"
@@ -53,6 +55,9 @@ type Options struct {
 	// MaxWindow of node samples (the longest aggregation window reported).
 	CollectInterval time.Duration
 	MaxWindow       time.Duration
+	// RunQueueLatency loads the eBPF probe; where it cannot load, koordlet
+	// runs without it and says why once.
+	RunQueueLatency bool
 }
 
 // Agent is one koordlet.
@@ -61,6 +66,8 @@ type Agent struct {
 	client    kubernetes.Interface
 	koord     koordclientset.Interface
 	collector *usage.Collector
+	latency   *latency // nil without eBPF
+	reg       prometheus.Registerer
 	// nextReport is when NodeMetric is next written (owned by Run).
 	nextReport time.Time
 	metrics    *metrics
@@ -105,7 +112,7 @@ func New(client kubernetes.Interface, koord koordclientset.Interface, opts Optio
 	a := &Agent{opts: opts, client: client, koord: koord, metrics: m, faults: newFaults(m), trigger: make(chan struct{}, 1),
 		// Pods' histories cover the NodeMetric aggregation window; 10 minutes
 		// bounds what a controller may ask for.
-		collector: usage.NewCollector(opts.ProcfsRoot, opts.CollectInterval, opts.MaxWindow, 10*time.Minute)}
+		collector: usage.NewCollector(opts.ProcfsRoot, opts.CollectInterval, opts.MaxWindow, 10*time.Minute), reg: reg}
 
 	// Only this node's pods, this Node and this node's ConfigMap: the agent's
 	// watch cost does not grow with the cluster.
@@ -157,6 +164,12 @@ func (a *Agent) kick() {
 // files) are logged once per cause, counted, and retried on the next event
 // or tick; they never stop the agent.
 func (a *Agent) Run(ctx context.Context) error {
+	if a.opts.RunQueueLatency {
+		a.loadProbe(klog.FromContext(ctx))
+		if a.latency != nil {
+			defer a.latency.probe.Close()
+		}
+	}
 	a.start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
 		return ctx.Err()
@@ -196,6 +209,9 @@ func (a *Agent) collect(ctx context.Context, now time.Time) {
 			running = append(running, p)
 		}
 	}
+	if a.latency != nil && a.layout != nil {
+		a.latency.collect(a.layout, running)
+	}
 	if err := a.collector.Collect(now, a.layout, running); err != nil {
 		a.faults.report(logger, "procfs", err)
 		return
@@ -209,7 +225,17 @@ func (a *Agent) collect(ctx context.Context, now time.Time) {
 		return // reported by reconcile
 	}
 	policy, wrote, err := reporter.PublishNodeMetric(ctx, a.koord, node, func(p reporter.Policy) (*slov1alpha1.NodeMetricStatus, bool) {
-		return reporter.NodeMetricStatus(now, a.collector, running, p)
+		st, ok := reporter.NodeMetricStatus(now, a.collector, running, p)
+		if ok && a.latency != nil {
+			uids := map[string]types.UID{}
+			for _, pod := range running {
+				uids[pod.Namespace+"/"+pod.Name] = pod.UID
+			}
+			for _, pm := range st.PodsMetric {
+				pm.Extensions = a.latency.extension(uids[pm.Namespace+"/"+pm.Name])
+			}
+		}
+		return st, ok
 	})
 	if err != nil {
 		a.faults.report(logger, "nodemetric", err)
@@ -384,4 +410,20 @@ func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Ku
 			a.faults.clear(logger, cause)
 		}
 	}
+}
+
+// loadProbe loads the run-queue latency probe, or says once why it cannot.
+func (a *Agent) loadProbe(logger klog.Logger) {
+	p, err := runqlat.Load()
+	if err != nil {
+		a.metrics.ebpfEnabled.Set(0)
+		logger.Error(err, "eBPF run-queue latency is off; koordlet carries on without it")
+		return
+	}
+	a.latency = newLatency(p)
+	if err := a.reg.Register(a.latency); err != nil {
+		logger.Error(err, "Cannot export run-queue latency metrics")
+	}
+	a.metrics.ebpfEnabled.Set(1)
+	logger.Info("eBPF run-queue latency probe attached")
 }

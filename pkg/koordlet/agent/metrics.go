@@ -7,6 +7,7 @@ type metrics struct {
 	errors            *prometheus.CounterVec
 	cpusetWrites      prometheus.Counter
 	nodeMetricReports prometheus.Counter
+	ebpfEnabled       prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -28,7 +29,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "koordlet_nodemetric_reports_total",
 		Help: "NodeMetric status updates written.",
 	})
-	for _, c := range []prometheus.Collector{m.numaInfoSyncs, m.errors, m.cpusetWrites, m.nodeMetricReports} {
+	m.ebpfEnabled = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "koordlet_ebpf_enabled",
+		Help: "1 when the eBPF run-queue latency probe is loaded, 0 when it could not load (or is turned off).",
+	})
+	for _, c := range []prometheus.Collector{m.numaInfoSyncs, m.errors, m.cpusetWrites, m.nodeMetricReports, m.ebpfEnabled} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
