@@ -15,7 +15,7 @@ LDFLAGS := -X github.com/koord-project/koord/pkg/version.Version=$(VERSION) \
 BIN := $(CURDIR)/bin
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit race fuzz integration generate verify demo clean
+.PHONY: all build test unit race fuzz integration generate generate-bpf verify demo clean
 
 all: build
 
@@ -30,9 +30,9 @@ test: unit race fuzz integration
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)
 
-## race: the scheduler plugins under the race detector (events and cycles run concurrently)
+## race: the scheduler plugins and koordlet under the race detector (events, cycles and loops run concurrently)
 race:
-	$(GO) test -race -count=1 ./pkg/plugins/...
+	$(GO) test -race -count=1 ./pkg/plugins/... ./pkg/koordlet/...
 
 ## fuzz: run each fuzz target for $(FUZZTIME)
 fuzz:
@@ -40,11 +40,17 @@ fuzz:
 
 ## integration: tests against an in-process etcd + kube-apiserver, and bin/koord-scheduler
 integration: build
-	KOORD_SCHEDULER_BIN=$(BIN)/koord-scheduler $(GO) test -count=1 -timeout 30m ./test/integration/...
+	KOORD_SCHEDULER_BIN=$(BIN)/koord-scheduler KOORDLET_BIN=$(BIN)/koordlet $(GO) test -count=1 -timeout 30m ./test/integration/...
 
 ## generate: regenerate deepcopy, conversion, defaults, clients and CRDs
 generate:
 	./hack/update-codegen.sh
+
+## generate-bpf: recompile koordlet's eBPF programs with bpf2go (installs clang and libbpf headers from Debian when missing); the outputs are committed
+generate-bpf:
+	command -v clang >/dev/null && test -f /usr/include/bpf/bpf_helpers.h || \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang libbpf-dev)
+	$(GO) generate ./pkg/koordlet/ebpf/...
 
 ## verify: fail on stale generated code, unformatted files, vet findings or an untidy go.mod
 verify:

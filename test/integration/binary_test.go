@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
 	"github.com/koord-project/koord/internal/controlplane"
@@ -26,35 +28,41 @@ import (
 )
 
 var (
-	binaryOnce sync.Once
-	binaryPath string
-	binaryErr  error
+	binaryMu   sync.Mutex
+	binaryPath = map[string]string{}
 )
 
-// koordSchedulerBinary is the binary under test: $KOORD_SCHEDULER_BIN (make
-// sets it to the bin/koord-scheduler it just built), else built here once.
-func koordSchedulerBinary(t *testing.T) string {
+// commandBinary is cmd/<name> under test: $<ENV> (make sets it to the binary
+// it just built in bin/), else built here once per test run.
+func commandBinary(t *testing.T, name, env string) string {
 	t.Helper()
-	binaryOnce.Do(func() {
-		if p := os.Getenv("KOORD_SCHEDULER_BIN"); p != "" {
-			binaryPath, binaryErr = filepath.Abs(p)
-			return
-		}
-		dir, err := os.MkdirTemp("", "koord-scheduler-bin-")
-		if err != nil {
-			binaryErr = err
-			return
-		}
-		binaryPath = filepath.Join(dir, "koord-scheduler")
-		out, err := exec.Command("go", "build", "-o", binaryPath, "github.com/koord-project/koord/cmd/koord-scheduler").CombinedOutput()
-		if err != nil {
-			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
+	binaryMu.Lock()
+	defer binaryMu.Unlock()
+	if p, ok := binaryPath[name]; ok {
+		return p
 	}
-	return binaryPath
+	if p := os.Getenv(env); p != "" {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binaryPath[name] = abs
+		return abs
+	}
+	dir, err := os.MkdirTemp("", name+"-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if out, err := exec.Command("go", "build", "-o", path, "github.com/koord-project/koord/cmd/"+name).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	binaryPath[name] = path
+	return path
+}
+
+func koordSchedulerBinary(t *testing.T) string {
+	return commandBinary(t, "koord-scheduler", "KOORD_SCHEDULER_BIN")
 }
 
 // syncBuffer collects a process's output while it runs.
@@ -118,18 +126,7 @@ func TestBinaryWithShippedConfigAndRBAC(t *testing.T) {
 	if err := cp.Apply(ctx, rbac); err != nil {
 		t.Fatalf("applying RBAC: %v", err)
 	}
-	tok, err := cp.Client.CoreV1().ServiceAccounts("koord-system").CreateToken(ctx, "koord-scheduler",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token for the koord-scheduler ServiceAccount: %v", err)
-	}
-	saConfig := &rest.Config{Host: cp.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{
-		CAData: cp.Config.CAData, ServerName: cp.Config.ServerName, Insecure: cp.Config.Insecure,
-	}}
-	kubeconfig := filepath.Join(t.TempDir(), "koord-scheduler.kubeconfig")
-	if err := controlplane.WriteKubeconfig(saConfig, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := serviceAccountKubeconfig(t, ctx, cp, "koord-scheduler")
 	config, err := cp.SchedulerConfigFile(manifests.SchedulerConfig, kubeconfig, true)
 	if err != nil {
 		t.Fatal(err)
@@ -210,4 +207,95 @@ func grepLines(s, substr string) string {
 		}
 	}
 	return strings.Join(keep, "\n")
+}
+
+// serviceAccountKubeconfig is a kubeconfig with a token of the ServiceAccount
+// koord-system/<name>: what the component gets in a cluster.
+func serviceAccountKubeconfig(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, name string) string {
+	t.Helper()
+	tok, err := cp.Client.CoreV1().ServiceAccounts("koord-system").CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for the %s ServiceAccount: %v", name, err)
+	}
+	saConfig := &rest.Config{Host: cp.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{
+		CAData: cp.Config.CAData, ServerName: cp.Config.ServerName, Insecure: cp.Config.Insecure,
+	}}
+	kubeconfig := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := controlplane.WriteKubeconfig(saConfig, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
+}
+
+// bin/koordlet with the shipped RBAC, against an API server enforcing
+// Node,RBAC authorization: it publishes its node's numa-info ConfigMap and
+// NodeMetric, serves /healthz and /metrics, and exits cleanly on SIGTERM.
+func TestKoordletBinaryWithShippedRBAC(t *testing.T) {
+	ctx := testContext(t)
+	cp := startControlPlane(t, controlplane.Options{RBAC: true})
+	rbac, err := manifests.RBAC.ReadFile("rbac/koordlet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Apply(ctx, rbac); err != nil {
+		t.Fatalf("applying RBAC: %v", err)
+	}
+	kubeconfig := serviceAccountKubeconfig(t, ctx, cp, "koordlet")
+	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "bin-1", CPU: "16", Memory: "16Gi"}); err != nil {
+		t.Fatal(err)
+	}
+	fixture, sysfs := newFixtureNode(t, [4]int{1, 2, 4, 2}, 8<<30)
+	fixture.simulateLoad(t, ctx, 3)
+
+	port := freePort(t)
+	var out syncBuffer
+	cmd := exec.Command(commandBinary(t, "koordlet", "KOORDLET_BIN"), "--node-name=bin-1", "--kubeconfig="+kubeconfig,
+		"--sysfs-root="+sysfs, "--procfs-root="+fixture.procfs, "--cgroup-root="+fixture.cgroupRoot, "--kubelet-root-dir="+t.TempDir(),
+		"--collect-interval=100ms", fmt.Sprintf("--metrics-addr=127.0.0.1:%d", port), "-v=2")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("koordlet output:\n%s", out.String())
+		}
+	})
+
+	waitNUMAInfo(t, ctx, cp, "bin-1", nil)
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		nm, err := cp.Koord.SloV1alpha1().NodeMetrics().Get(ctx, "bin-1", metav1.GetOptions{})
+		return err == nil && nm.Status.NodeMetric != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("no NodeMetric status for bin-1: %v", err)
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	for path, want := range map[string]string{"/healthz": "ok", "/metrics": "koordlet_numa_info_syncs_total"} {
+		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("%s = %d, body lacks %q", path, resp.StatusCode, want)
+		}
+	}
+	if strings.Contains(out.String(), "forbidden") {
+		t.Errorf("the shipped RBAC is missing a permission:\n%s", grepLines(out.String(), "forbidden"))
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("koordlet exited with %v after SIGTERM", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("koordlet did not exit on SIGTERM")
+	}
 }

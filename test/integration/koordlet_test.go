@@ -59,10 +59,9 @@ func (n fixtureNode) simulateLoad(t *testing.T, ctx context.Context, cores float
 	}()
 }
 
-// startKoordlet runs a koordlet for node in this process, reading a fixture
-// machine of the given shape, until the test ends. Pod cgroups are to be
-// made under the fixture cgroup root (v1, cgroupfs driver).
-func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node string, shape [4]int, memPerNUMA int64) fixtureNode {
+// newFixtureNode writes a fixture machine of the given shape (sysfs,
+// procfs) and an empty v1 cgroupfs-driver cgroup tree.
+func newFixtureNode(t *testing.T, shape [4]int, memPerNUMA int64) (fixtureNode, string) {
 	t.Helper()
 	sysfs, procfs, err := topologytest.WriteSysfs(t.TempDir(), shape[0], shape[1], shape[2], shape[3], memPerNUMA)
 	if err != nil {
@@ -72,6 +71,16 @@ func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPl
 	if err := os.MkdirAll(filepath.Join(cgroupRoot, "cpuset/kubepods/burstable"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return fixtureNode{procfs: procfs, cgroupRoot: cgroupRoot, cpus: shape[0] * shape[1] * shape[2] * shape[3]}, sysfs
+}
+
+// startKoordlet runs a koordlet for node in this process, reading a fixture
+// machine of the given shape, until the test ends. Pod cgroups are to be
+// made under the fixture cgroup root (v1, cgroupfs driver).
+func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node string, shape [4]int, memPerNUMA int64) fixtureNode {
+	t.Helper()
+	fixture, sysfs := newFixtureNode(t, shape, memPerNUMA)
+	procfs, cgroupRoot := fixture.procfs, fixture.cgroupRoot
 	a, err := agent.New(cp.Client, cp.Koord, agent.Options{NodeName: node, SysfsRoot: sysfs, ProcfsRoot: procfs, CgroupRoot: cgroupRoot,
 		SyncInterval: 200 * time.Millisecond, ReconcileInterval: 100 * time.Millisecond, CollectInterval: 100 * time.Millisecond}, prometheus.NewRegistry())
 	if err != nil {
@@ -86,7 +95,7 @@ func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPl
 			t.Errorf("koordlet: %v", err)
 		}
 	})
-	return fixtureNode{procfs: procfs, cgroupRoot: cgroupRoot, cpus: shape[0] * shape[1] * shape[2] * shape[3]}
+	return fixture
 }
 
 // runContainer gives a bound pod a running container, as kubelet and the
