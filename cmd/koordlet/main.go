@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	nrtclientset "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/generated/clientset/versioned"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/kubernetes"
@@ -30,6 +31,7 @@ func main() {
 		kubeconfig  string
 		metricsAddr string
 		pprof       bool
+		publishNRT  bool
 		showVersion bool
 	)
 	fs := flag.NewFlagSet("koordlet", flag.ExitOnError)
@@ -44,6 +46,7 @@ func main() {
 	fs.DurationVar(&opts.ReconcileInterval, "reconcile-interval", time.Second, "how often kubelet's state and the pods' cpusets are checked when no event says they changed")
 	fs.DurationVar(&opts.CollectInterval, "collect-interval", 5*time.Second, "how often node and pod usage is sampled")
 	fs.DurationVar(&opts.MaxWindow, "max-aggregate-window", 30*time.Minute, "longest window of aggregatedNodeUsages; bounds the usage history kept")
+	fs.BoolVar(&publishNRT, "publish-node-resource-topology", false, "also publish the topology as a topology.node.k8s.io/v1alpha2 NodeResourceTopology (for topologySource: NodeResourceTopology; the CRD must be installed)")
 	fs.BoolVar(&opts.RunQueueLatency, "runqueue-latency", true, "measure each pod's run-queue latency with eBPF (needs BTF and CAP_BPF/CAP_PERFMON)")
 	fs.StringVar(&metricsAddr, "metrics-addr", ":9316", "address of /metrics and /healthz")
 	fs.BoolVar(&pprof, "enable-pprof", false, "serve /debug/pprof/ on --metrics-addr")
@@ -54,14 +57,14 @@ func main() {
 		fmt.Println(version.String("koordlet"))
 		return
 	}
-	if err := run(opts, kubeconfig, metricsAddr, pprof); err != nil {
+	if err := run(opts, kubeconfig, metricsAddr, pprof, publishNRT); err != nil {
 		klog.ErrorS(err, "koordlet failed")
 		klog.Flush()
 		os.Exit(1)
 	}
 }
 
-func run(opts agent.Options, kubeconfig, metricsAddr string, pprof bool) error {
+func run(opts agent.Options, kubeconfig, metricsAddr string, pprof, publishNRT bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var cfg *rest.Config
@@ -84,6 +87,11 @@ func run(opts agent.Options, kubeconfig, metricsAddr string, pprof bool) error {
 	koord, err := koordclient.New(cfg)
 	if err != nil {
 		return err
+	}
+	if publishNRT {
+		if opts.NRT, err = nrtclientset.NewForConfig(koordclient.JSON(cfg)); err != nil {
+			return err
+		}
 	}
 	a, err := agent.New(client, koord, opts, reg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	nrtclientset "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/generated/clientset/versioned"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/manifests"
 	"github.com/koord-project/koord/pkg/koordlet/agent"
+	"github.com/koord-project/koord/pkg/plugins/koordclient"
 	"github.com/koord-project/koord/pkg/plugins/numaresource"
 )
 
@@ -77,12 +79,16 @@ func newFixtureNode(t *testing.T, shape [4]int, memPerNUMA int64) (fixtureNode, 
 // startKoordlet runs a koordlet for node in this process, reading a fixture
 // machine of the given shape, until the test ends. Pod cgroups are to be
 // made under the fixture cgroup root (v1, cgroupfs driver).
-func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node string, shape [4]int, memPerNUMA int64) fixtureNode {
+func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node string, shape [4]int, memPerNUMA int64, mutate ...func(*agent.Options)) fixtureNode {
 	t.Helper()
 	fixture, sysfs := newFixtureNode(t, shape, memPerNUMA)
 	procfs, cgroupRoot := fixture.procfs, fixture.cgroupRoot
-	a, err := agent.New(cp.Client, cp.Koord, agent.Options{NodeName: node, SysfsRoot: sysfs, ProcfsRoot: procfs, CgroupRoot: cgroupRoot,
-		SyncInterval: 200 * time.Millisecond, ReconcileInterval: 100 * time.Millisecond, CollectInterval: 100 * time.Millisecond}, prometheus.NewRegistry())
+	opts := agent.Options{NodeName: node, SysfsRoot: sysfs, ProcfsRoot: procfs, CgroupRoot: cgroupRoot,
+		SyncInterval: 200 * time.Millisecond, ReconcileInterval: 100 * time.Millisecond, CollectInterval: 100 * time.Millisecond}
+	for _, m := range mutate {
+		m(&opts)
+	}
+	a, err := agent.New(cp.Client, cp.Koord, opts, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,4 +326,44 @@ func TestKoordletReportsLoadTheSchedulerAvoids(t *testing.T) {
 	if counts["kl-hot"] != 0 || counts["kl-cool"] != 6 {
 		t.Errorf("pods per node %v, want all 6 on kl-cool", counts)
 	}
+}
+
+// With --publish-node-resource-topology koordlet also writes a
+// NodeResourceTopology, which a scheduler with topologySource:
+// NodeResourceTopology binds from.
+func TestKoordletPublishesNodeResourceTopology(t *testing.T) {
+	ctx := testContext(t)
+	cp := startNUMAControlPlane(t, ctx)
+	if err := cp.InstallCRDs(ctx, manifests.ThirdPartyCRDs); err != nil {
+		t.Fatal(err)
+	}
+	nrtClient, err := nrtclientset.NewForConfig(koordclient.JSON(cp.Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "nrt-1", CPU: "32", Memory: "64Gi"}); err != nil {
+		t.Fatal(err)
+	}
+	startKoordlet(t, ctx, cp, "nrt-1", [4]int{1, 2, 8, 2}, 32<<30, func(o *agent.Options) { o.NRT = nrtClient })
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		nrt, err := nrtClient.TopologyV1alpha2().NodeResourceTopologies().Get(ctx, "nrt-1", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		info, err := numaresource.ParseNodeResourceTopology(nrt)
+		return err == nil && len(info.NUMANodes) == 2 && info.NUMANodes[0].MemoryBytes == 32<<30, err
+	})
+	if err != nil {
+		t.Fatalf("NodeResourceTopology nrt-1: %v", err)
+	}
+	startScheduler(t, ctx, cp, nrtConfig)
+	if _, err := cp.CreatePod(ctx, lsrPod("lsr-nrt", "4", nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitBound(t, ctx, cp, "lsr-nrt")
+	topo, err := numaresource.NewTopology(topologytest.Linux(1, 2, 8, 2, 0).CPUTopology)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCPUs(t, ctx, cp, map[string]*numaresource.Topology{"nrt-1": topo}, true)
 }

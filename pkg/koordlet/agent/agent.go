@@ -4,8 +4,10 @@ package agent
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
+	nrtclientset "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/generated/clientset/versioned"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,6 +60,8 @@ type Options struct {
 	// RunQueueLatency loads the eBPF probe; where it cannot load, koordlet
 	// runs without it and says why once.
 	RunQueueLatency bool
+	// NRT, when set, also receives the topology as a NodeResourceTopology.
+	NRT nrtclientset.Interface
 }
 
 // Agent is one koordlet.
@@ -85,6 +89,11 @@ type Agent struct {
 	machine   *topology.Machine
 	machineAt time.Time
 	layout    *cgroup.Layout
+	// applied is what each pod's cgroups were last seen or made to hold
+	// (cpuset and container IDs); between full checks, pods whose plan is
+	// unchanged are not re-read.
+	applied     map[types.UID]string
+	lastChecked time.Time
 }
 
 // New wires an agent to the API server (koord for NodeMetric); reg receives
@@ -299,6 +308,13 @@ func (a *Agent) syncTopology(ctx context.Context, m *topology.Machine, k *topolo
 	}
 	a.faults.clear(logger, "publish")
 	a.metrics.numaInfoSyncs.WithLabelValues(string(result)).Inc()
+	if a.opts.NRT != nil {
+		if _, err := reporter.PublishNodeResourceTopology(ctx, a.opts.NRT, node, info); err != nil {
+			a.faults.report(logger, "noderesourcetopology", err)
+		} else {
+			a.faults.clear(logger, "noderesourcetopology")
+		}
+	}
 	if result != reporter.Unchanged {
 		logger.V(2).Info("Published NUMA info", "configmap", klog.KRef(extension.NUMAInfoNamespace, extension.NUMAInfoConfigMapName(a.opts.NodeName)), "result", result)
 	}
@@ -383,18 +399,38 @@ func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Ku
 	if err != nil {
 		return
 	}
-	all := cpuset.New()
+	ids := make([]int, 0, len(m.CPUTopology.Detail))
 	for _, c := range m.CPUTopology.Detail {
-		all = all.Union(cpuset.New(int(c.ID)))
+		ids = append(ids, int(c.ID))
 	}
+	all := cpuset.New(ids...)
 	reserved, _ := cpuset.Parse(k.Policy.ReservedCPUs) // validated by ReadKubelet
 	plan, errs := qos.PlanCPUSets(pods, all, reserved, k.Pinned)
 	for _, err := range errs {
 		a.faults.report(logger, "annotation", err)
 	}
+	// Every cgroup is re-read each FullCheckEvery reconciles, to undo
+	// changes made behind koordlet's back; in between only pods whose plan
+	// or containers changed are touched.
+	full := time.Since(a.lastChecked) >= fullCheckEvery*a.opts.ReconcileInterval
+	if full {
+		a.lastChecked = time.Now()
+	}
+	if a.applied == nil {
+		a.applied = map[types.UID]string{}
+	}
+	present := map[types.UID]bool{}
 	for _, p := range pods {
+		present[p.UID] = true
 		cpus, ok := plan[p.UID]
 		if !ok {
+			continue
+		}
+		key := cpus.String()
+		for _, c := range p.Status.ContainerStatuses {
+			key += " " + c.ContainerID
+		}
+		if !full && a.applied[p.UID] == key {
 			continue
 		}
 		n, err := qos.ApplyCPUSet(*a.layout, p, cpus)
@@ -408,9 +444,19 @@ func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Ku
 			a.faults.report(logger, cause, err)
 		default:
 			a.faults.clear(logger, cause)
+			a.applied[p.UID] = key
+		}
+	}
+	for uid := range a.applied {
+		if !present[uid] {
+			delete(a.applied, uid)
 		}
 	}
 }
+
+// fullCheckEvery is how many reconciles pass between reads of every pod's
+// cgroups (10 s with the default 1 s interval).
+const fullCheckEvery = 10
 
 // loadProbe loads the run-queue latency probe, or says once why it cannot.
 func (a *Agent) loadProbe(logger klog.Logger) {

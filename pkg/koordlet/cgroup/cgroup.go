@@ -172,12 +172,19 @@ func (l Layout) SetCPUSet(dir string, cpus cpuset.CPUSet) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	return l.ReplaceCPUSet(dir, have, cpus)
+}
+
+// ReplaceCPUSet is SetCPUSet when the caller has just read the cgroup's
+// cpuset (have), saving a read.
+func (l Layout) ReplaceCPUSet(dir string, have, cpus cpuset.CPUSet) (bool, error) {
 	if have.Equals(cpus) {
 		return false, nil
 	}
 	path := l.Path("cpuset", dir, "cpuset.cpus")
-	// O_WRONLY without O_CREATE: a vanished cgroup fails instead of leaving a file.
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	// No O_CREATE: a vanished cgroup fails instead of leaving a file behind.
+	// O_TRUNC as a shell's ">" does (cgroupfs ignores it; files need it).
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		return false, err
 	}

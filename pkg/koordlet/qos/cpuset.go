@@ -98,8 +98,7 @@ func ApplyCPUSet(l cgroup.Layout, pod *corev1.Pod, cpus cpuset.CPUSet) (int, err
 		dirs = append(dirs, dir)
 	}
 	writes := 0
-	set := func(dir string, cpus cpuset.CPUSet) error {
-		wrote, err := l.SetCPUSet(dir, cpus)
+	count := func(wrote bool, err error) error {
 		if wrote {
 			writes++
 		}
@@ -108,13 +107,15 @@ func ApplyCPUSet(l cgroup.Layout, pod *corev1.Pod, cpus cpuset.CPUSet) (int, err
 		}
 		return err
 	}
-	if err := set(podDir, old.Union(cpus)); err != nil {
+	// Widen the pod first so that every container's new set lies within it.
+	widened := old.Union(cpus)
+	if err := count(l.ReplaceCPUSet(podDir, old, widened)); err != nil {
 		return writes, err
 	}
 	for _, d := range dirs {
-		if err := set(d, cpus); err != nil {
+		if err := count(l.SetCPUSet(d, cpus)); err != nil {
 			return writes, err
 		}
 	}
-	return writes, set(podDir, cpus)
+	return writes, count(l.ReplaceCPUSet(podDir, widened, cpus))
 }
