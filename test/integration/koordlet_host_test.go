@@ -160,6 +160,9 @@ func TestKoordletOnThisHost(t *testing.T) {
 			t.Error("koordlet_ebpf_enabled is not 1")
 		}
 	}
+	if !found["koordlet_container_cpu_usage_cores"] || !found["koordlet_container_memory_working_set_bytes"] {
+		t.Errorf("no per-container usage on /metrics (have %v)", found)
+	}
 	if !found["koordlet_pod_runqueue_latency_seconds"] {
 		t.Errorf("no per-pod run-queue latency histogram on /metrics (have %v)", found)
 	}

@@ -152,6 +152,9 @@ func New(client kubernetes.Interface, koord koordclientset.Interface, opts Optio
 		a.synced = append(a.synced, reg.HasSynced)
 	}
 	a.pods = podFactory.Core().V1().Pods().Lister()
+	if err := reg.Register(containerUsage{a}); err != nil {
+		return nil, err
+	}
 	a.nodes = nodeFactory.Core().V1().Nodes().Lister()
 	a.cms = cmFactory.Core().V1().ConfigMaps().Lister()
 	a.start = func(stop <-chan struct{}) {

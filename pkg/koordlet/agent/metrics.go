@@ -1,6 +1,12 @@
 package agent
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	usage "github.com/koord-project/koord/pkg/koordlet/metrics"
+)
 
 type metrics struct {
 	numaInfoSyncs     *prometheus.CounterVec
@@ -39,4 +45,38 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+var (
+	containerCPUDesc = prometheus.NewDesc("koordlet_container_cpu_usage_cores",
+		"CPU the container used between its last two samples, in cores.", []string{"namespace", "pod", "container"}, nil)
+	containerMemDesc = prometheus.NewDesc("koordlet_container_memory_working_set_bytes",
+		"The container's memory usage less inactive file pages, at its last sample.", []string{"namespace", "pod", "container"}, nil)
+)
+
+// containerUsage exports each container's latest sample.
+type containerUsage struct{ a *Agent }
+
+func (c containerUsage) Describe(ch chan<- *prometheus.Desc) {
+	ch <- containerCPUDesc
+	ch <- containerMemDesc
+}
+
+func (c containerUsage) Collect(ch chan<- prometheus.Metric) {
+	names := map[types.UID][2]string{}
+	if pods, err := c.a.pods.List(labels.Everything()); err == nil {
+		for _, p := range pods {
+			names[p.UID] = [2]string{p.Namespace, p.Name}
+		}
+	}
+	c.a.collector.Containers(func(uid types.UID, container string, u usage.ContainerUsage) {
+		n, ok := names[uid]
+		if !ok {
+			return
+		}
+		if u.CPU >= 0 {
+			ch <- prometheus.MustNewConstMetric(containerCPUDesc, prometheus.GaugeValue, u.CPU, n[0], n[1], container)
+		}
+		ch <- prometheus.MustNewConstMetric(containerMemDesc, prometheus.GaugeValue, u.Memory, n[0], n[1], container)
+	})
 }

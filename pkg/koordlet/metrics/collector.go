@@ -41,6 +41,16 @@ type podHistory struct {
 	cpu, mem *Series
 	lastNS   uint64
 	lastAt   time.Time
+	// containers holds each container's latest usage, by name.
+	containers map[string]*ContainerUsage
+}
+
+// ContainerUsage is a container's latest CPU rate (cores) and working set.
+type ContainerUsage struct {
+	CPU, Memory float64
+	lastNS      uint64
+	lastAt      time.Time
+	id          string
 }
 
 // NewCollector keeps node samples for nodeWindow and pod samples for
@@ -104,6 +114,7 @@ func (c *Collector) Collect(now time.Time, layout *cgroup.Layout, pods []*corev1
 		}
 		h.lastNS, h.lastAt = ns, now
 		h.mem.Add(now, float64(mem))
+		c.collectContainers(now, layout, dir, p, h)
 	}
 	for uid := range c.pods {
 		if !seen[uid] {
@@ -111,6 +122,61 @@ func (c *Collector) Collect(now time.Time, layout *cgroup.Layout, pods []*corev1
 		}
 	}
 	return nil
+}
+
+// collectContainers samples each running container of a pod; a container
+// restarted under a new ID starts its rate afresh.
+func (c *Collector) collectContainers(now time.Time, layout *cgroup.Layout, podDir string, p *corev1.Pod, h *podHistory) {
+	if h.containers == nil {
+		h.containers = map[string]*ContainerUsage{}
+	}
+	seen := map[string]bool{}
+	for _, st := range p.Status.ContainerStatuses {
+		if st.ContainerID == "" {
+			continue
+		}
+		dir, err := layout.ContainerDir(podDir, st.ContainerID)
+		if err != nil {
+			continue
+		}
+		ns, err := layout.CPUUsage(dir)
+		if err != nil {
+			continue
+		}
+		mem, err := layout.MemoryWorkingSet(dir)
+		if err != nil {
+			continue
+		}
+		u := h.containers[st.Name]
+		if u == nil || u.id != st.ContainerID {
+			u = &ContainerUsage{id: st.ContainerID, CPU: -1}
+			h.containers[st.Name] = u
+		}
+		if !u.lastAt.IsZero() && ns >= u.lastNS {
+			if secs := now.Sub(u.lastAt).Seconds(); secs > 0 {
+				u.CPU = float64(ns-u.lastNS) / 1e9 / secs
+			}
+		}
+		u.lastNS, u.lastAt, u.Memory = ns, now, float64(mem)
+		seen[st.Name] = true
+	}
+	for name := range h.containers {
+		if !seen[name] {
+			delete(h.containers, name)
+		}
+	}
+}
+
+// Containers calls fn with each container's latest usage (CPU is -1 until
+// a container has two samples).
+func (c *Collector) Containers(fn func(pod types.UID, container string, u ContainerUsage)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for uid, h := range c.pods {
+		for name, u := range h.containers {
+			fn(uid, name, *u)
+		}
+	}
 }
 
 // NodeUsage summarises node CPU (cores) and memory (bytes) since t.

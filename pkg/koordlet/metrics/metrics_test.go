@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/pkg/koordlet/cgroup"
@@ -59,6 +61,10 @@ func TestCollector(t *testing.T) {
 	writeFile(t, filepath.Join(root, "cpuacct", podDir, "cpuacct.usage"), "0\n")
 	writeFile(t, filepath.Join(root, "memory", podDir, "memory.usage_in_bytes"), "3000\n")
 	writeFile(t, filepath.Join(root, "memory", podDir, "memory.stat"), "total_inactive_file 1000\n")
+	writeFile(t, filepath.Join(root, "cpuacct", podDir, "c1", "cpuacct.usage"), "0\n")
+	writeFile(t, filepath.Join(root, "memory", podDir, "c1", "memory.usage_in_bytes"), "2500\n")
+	writeFile(t, filepath.Join(root, "memory", podDir, "c1", "memory.stat"), "total_inactive_file 500\n")
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", ContainerID: "containerd://c1"}}
 
 	c := NewCollector(procfs, time.Second, time.Minute, time.Minute)
 	t0 := time.Unix(1000, 0)
@@ -67,6 +73,7 @@ func TestCollector(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(procfs, "stat"), topologytest.ProcStat(1400, 200))
 	writeFile(t, filepath.Join(root, "cpuacct", podDir, "cpuacct.usage"), "1500000000\n")
+	writeFile(t, filepath.Join(root, "cpuacct", podDir, "c1", "cpuacct.usage"), "1000000000\n")
 	if err := c.Collect(t0.Add(time.Second), &l, []*corev1.Pod{pod}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +84,13 @@ func TestCollector(t *testing.T) {
 	pc, pm, ok := c.PodUsage("u1", t0)
 	if !ok || math.Abs(pc-1.5) > 1e-9 || pm != 2000 {
 		t.Errorf("pod cpu %v, memory %v (%v); want 1.5 cores, 2000 bytes", pc, pm, ok)
+	}
+	var containers []string
+	c.Containers(func(uid types.UID, name string, u ContainerUsage) {
+		containers = append(containers, fmt.Sprintf("%s/%s cpu %.1f memory %.0f", uid, name, u.CPU, u.Memory))
+	})
+	if len(containers) != 1 || containers[0] != "u1/app cpu 1.0 memory 2000" {
+		t.Errorf("containers %v, want u1/app at 1 core, 2000 bytes", containers)
 	}
 	// A pod that left is forgotten: memory does not grow with churn.
 	if err := c.Collect(t0.Add(2*time.Second), &l, nil); err != nil {
