@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	koordfake "github.com/koord-project/koord/pkg/client/clientset/versioned/fake"
 	"github.com/koord-project/koord/internal/topologytest"
+	koordfake "github.com/koord-project/koord/pkg/client/clientset/versioned/fake"
 )
 
 // logLines is a logger that keeps what it is told.
