@@ -13,9 +13,11 @@ LDFLAGS := -X github.com/koord-project/koord/pkg/version.Version=$(VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=37
 BIN := $(CURDIR)/bin
+IMAGES := $(CURDIR)/_output/images
+IMAGE_TAG ?= $(VERSION)
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit race fuzz integration generate generate-bpf verify demo clean
+.PHONY: all build test unit race fuzz integration generate generate-bpf images verify demo clean
 
 all: build
 
@@ -51,6 +53,15 @@ generate-bpf:
 	command -v clang >/dev/null && test -f /usr/include/bpf/bpf_helpers.h || \
 		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang libbpf-dev)
 	$(GO) generate ./pkg/koordlet/ebpf/...
+
+## images: container image tarballs of the components, a pause image and the e2e workloads, written without Docker (hack/ociimage) into _output/images; import with `ctr -n k8s.io images import`
+images:
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(IMAGES)/bin/ ./cmd/koord-scheduler ./cmd/koordlet ./hack/images/...
+	for c in koord-scheduler koordlet pause burner sleeper; do \
+		$(GO) run ./hack/ociimage --out $(IMAGES)/$$c.tar --tag koord/$$c:$(IMAGE_TAG) \
+			--file $(IMAGES)/bin/$$c=/usr/local/bin/$$c --entrypoint /usr/local/bin/$$c; \
+	done
+	ls -l $(IMAGES)/*.tar
 
 ## verify: fail on stale generated code, unformatted files, vet findings or an untidy go.mod
 verify:

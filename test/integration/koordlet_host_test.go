@@ -141,7 +141,8 @@ func TestKoordletOnThisHost(t *testing.T) {
 			}
 			cpu := pm.PodUsage.Cpu().AsApproximateFloat64()
 			last = fmt.Sprintf("cpu %.2f, waits %d, p99 %gs", cpu, ext.RunqueueLatency.Waits, ext.RunqueueLatency.P99Seconds)
-			return cpu > 1 && ext.RunqueueLatency.Waits > 0 && ext.RunqueueLatency.P99Seconds > 0, nil
+			// Four loops on two CPUs: well over half a core, even on a busy host.
+			return cpu > 0.5 && ext.RunqueueLatency.Waits > 0 && ext.RunqueueLatency.P99Seconds > 0, nil
 		}
 		return false, nil
 	})

@@ -93,11 +93,7 @@ func (c *Collector) Collect(now time.Time, layout *cgroup.Layout, pods []*corev1
 			continue
 		}
 		dir := layout.PodDir(v1qos.GetPodQOS(p), p.UID)
-		ns, err := layout.CPUUsage(dir)
-		if err != nil {
-			continue
-		}
-		mem, err := layout.MemoryWorkingSet(dir)
+		ns, mem, err := readUsage(layout, dir)
 		if err != nil {
 			continue
 		}
@@ -139,11 +135,7 @@ func (c *Collector) collectContainers(now time.Time, layout *cgroup.Layout, podD
 		if err != nil {
 			continue
 		}
-		ns, err := layout.CPUUsage(dir)
-		if err != nil {
-			continue
-		}
-		mem, err := layout.MemoryWorkingSet(dir)
+		ns, mem, err := readUsage(layout, dir)
 		if err != nil {
 			continue
 		}
@@ -165,6 +157,15 @@ func (c *Collector) collectContainers(now time.Time, layout *cgroup.Layout, podD
 			delete(h.containers, name)
 		}
 	}
+}
+
+// readUsage is a cgroup's CPU time (ns) and memory working set (bytes).
+func readUsage(layout *cgroup.Layout, dir string) (ns, mem uint64, err error) {
+	if ns, err = layout.CPUUsage(dir); err != nil {
+		return 0, 0, err
+	}
+	mem, err = layout.MemoryWorkingSet(dir)
+	return ns, mem, err
 }
 
 // Containers calls fn with each container's latest usage (CPU is -1 until

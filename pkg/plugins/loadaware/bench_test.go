@@ -7,12 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	"github.com/koord-project/koord/internal/schedtest"
 )
 
 // benchNode is a 32-core node running 30 pods, each with a NodeMetric entry.
@@ -33,17 +31,6 @@ func benchNode(p *Plugin, name string) *framework.NodeInfo {
 	return ni
 }
 
-func newFit(b *testing.B) fwk.Plugin {
-	args := &schedconfig.NodeResourcesFitArgs{ScoringStrategy: &schedconfig.ScoringStrategy{
-		Type:      schedconfig.LeastAllocated,
-		Resources: []schedconfig.ResourceSpec{{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}},
-	}}
-	fit, err := noderesources.NewFit(context.Background(), args, nil, feature.Features{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return fit
-}
 
 // BenchmarkFilter and BenchmarkScore compare one call on one node with the
 // in-tree NodeResourcesFit on the same node.
@@ -65,7 +52,7 @@ func BenchmarkFilter(b *testing.B) {
 		}
 	})
 	b.Run("NodeResourcesFit", func(b *testing.B) {
-		fit := newFit(b)
+		fit := schedtest.NewFit(b)
 		state := framework.NewCycleState()
 		fit.(fwk.PreFilterPlugin).PreFilter(ctx, state, pod, nil)
 		b.ReportAllocs()
@@ -95,7 +82,7 @@ func BenchmarkScore(b *testing.B) {
 		}
 	})
 	b.Run("NodeResourcesFit", func(b *testing.B) {
-		fit := newFit(b)
+		fit := schedtest.NewFit(b)
 		state := framework.NewCycleState()
 		fit.(fwk.PreScorePlugin).PreScore(ctx, state, pod, []fwk.NodeInfo{ni})
 		b.ReportAllocs()
@@ -118,7 +105,7 @@ func BenchmarkCycle1000Nodes(b *testing.B) {
 		nodes[i] = benchNode(p, fmt.Sprintf("node-%04d", i))
 	}
 	pod := makePod("incoming", rl("1", "2Gi"), nil, 0)
-	fit := newFit(b)
+	fit := schedtest.NewFit(b)
 	plugins := map[string]fwk.Plugin{"LoadAwareScheduling": p, "NodeResourcesFit": fit}
 	for _, name := range []string{"LoadAwareScheduling", "NodeResourcesFit"} {
 		pl := plugins[name]

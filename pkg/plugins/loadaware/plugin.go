@@ -335,7 +335,7 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev
 // have dropped: a new or updated NodeMetric, a node change, a pod leaving.
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: nodeMetricEvent, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: queueOnNodeMetric},
+		{Event: fwk.ClusterEvent{Resource: nodeMetricEvent, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: p.queueOnNodeMetric},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeAnnotation}},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
 	}, nil
@@ -343,10 +343,17 @@ func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, 
 
 // queueOnNodeMetric re-queues on metrics that carry usage; an empty status
 // (a NodeMetric just created by koord-manager) changes nothing.
-func queueOnNodeMetric(logger klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
-	if nm := asNodeMetric(newObj); nm != nil && (nm.Status.NodeMetric == nil || nm.Status.UpdateTime == nil) {
+//
+// The hint also records the metric: the scheduler's informer, which calls
+// it, may run ahead of the plugin's, and a pod re-queued by this event must
+// be filtered with this metric, or it waits for the next one (or for the
+// scheduler's 5-minute flush).
+func (p *Plugin) queueOnNodeMetric(logger klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	nm := asNodeMetric(newObj)
+	if nm != nil && (nm.Status.NodeMetric == nil || nm.Status.UpdateTime == nil) {
 		return fwk.QueueSkip, nil
 	}
+	p.cache.setMetricIfNewer(nm)
 	return fwk.Queue, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
@@ -431,4 +432,31 @@ func TestConcurrentEventsAndCycles(t *testing.T) {
 		_ = score(t, p, pod, node)
 	}
 	<-done
+}
+
+// The queueing hint runs on the scheduler's informer, which can be ahead of
+// the plugin's: it records the newer metric, so that the pod it re-queues is
+// filtered with it; an older one (the other informer lagging) changes nothing.
+func TestQueueingHintRecordsNewerMetric(t *testing.T) {
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	hot, cool := metric("n1", t0.Add(-time.Minute), "9", "1Gi"), metric("n1", t0, "1", "1Gi")
+	p.cache.setMetric("n1", hot)
+	pod := makePod("p", rl("1", "1Gi"), nil, 0)
+	n := makeNode("n1", "10", "100Gi")
+	if err := filter(p, pod, n); err == nil {
+		t.Fatal("a 90% busy node passed")
+	}
+	if h, err := p.queueOnNodeMetric(klog.Background(), pod, hot, cool); err != nil || h != fwk.Queue {
+		t.Fatalf("hint %v, %v", h, err)
+	}
+	if err := filter(p, pod, n); err != nil {
+		t.Errorf("after the hint saw a cool metric: %v", err)
+	}
+	if _, err := p.queueOnNodeMetric(klog.Background(), pod, nil, hot); err != nil {
+		t.Fatal(err)
+	}
+	if err := filter(p, pod, n); err != nil {
+		t.Errorf("an older metric replaced a newer one: %v", err)
+	}
 }

@@ -8,12 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 
 	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/internal/schedtest"
 	"github.com/koord-project/koord/internal/topologytest"
 )
 
@@ -55,17 +53,6 @@ func benchCluster(b *testing.B, n int) (*fixture, []fwk.NodeInfo) {
 	return f, infos
 }
 
-func newFit(b *testing.B) fwk.Plugin {
-	args := &schedconfig.NodeResourcesFitArgs{ScoringStrategy: &schedconfig.ScoringStrategy{
-		Type:      schedconfig.LeastAllocated,
-		Resources: []schedconfig.ResourceSpec{{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}},
-	}}
-	fit, err := noderesources.NewFit(context.Background(), args, nil, feature.Features{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return fit
-}
 
 // BenchmarkFilter and BenchmarkScore compare one call on one node with the
 // in-tree NodeResourcesFit on the same node, for a 4-CPU LSR pod.
@@ -101,7 +88,7 @@ func BenchmarkFilter(b *testing.B) {
 		}
 	})
 	b.Run("NodeResourcesFit", func(b *testing.B) {
-		fit := newFit(b)
+		fit := schedtest.NewFit(b)
 		cs := framework.NewCycleState()
 		fit.(fwk.PreFilterPlugin).PreFilter(ctx, cs, pod, nil)
 		b.ReportAllocs()
@@ -128,7 +115,7 @@ func BenchmarkScore(b *testing.B) {
 		}
 	})
 	b.Run("NodeResourcesFit", func(b *testing.B) {
-		fit := newFit(b)
+		fit := schedtest.NewFit(b)
 		cs := framework.NewCycleState()
 		fit.(fwk.PreScorePlugin).PreScore(ctx, cs, pod, nodes)
 		b.ReportAllocs()
@@ -155,7 +142,7 @@ func BenchmarkPreFilter1000Nodes(b *testing.B) {
 			}
 		}
 	})
-	for name, pl := range map[string]fwk.Plugin{"Cycle/NodeNUMAResource": f.p, "Cycle/NodeResourcesFit": newFit(b)} {
+	for name, pl := range map[string]fwk.Plugin{"Cycle/NodeNUMAResource": f.p, "Cycle/NodeResourcesFit": schedtest.NewFit(b)} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
