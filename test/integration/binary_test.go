@@ -119,13 +119,6 @@ func TestBinaryRejectsInvalidArgs(t *testing.T) {
 func TestBinaryWithShippedConfigAndRBAC(t *testing.T) {
 	ctx := testContext(t)
 	cp := startControlPlane(t, controlplane.Options{RBAC: true})
-	rbac, err := manifests.RBAC.ReadFile("rbac/koord-scheduler.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cp.Apply(ctx, rbac); err != nil {
-		t.Fatalf("applying RBAC: %v", err)
-	}
 	kubeconfig := serviceAccountKubeconfig(t, ctx, cp, "koord-scheduler")
 	config, err := cp.SchedulerConfigFile(manifests.SchedulerConfig, kubeconfig, true)
 	if err != nil {
@@ -209,10 +202,18 @@ func grepLines(s, substr string) string {
 	return strings.Join(keep, "\n")
 }
 
-// serviceAccountKubeconfig is a kubeconfig with a token of the ServiceAccount
-// koord-system/<name>: what the component gets in a cluster.
+// serviceAccountKubeconfig applies the shipped manifests/rbac/<name>.yaml and
+// returns a kubeconfig with a token of its ServiceAccount koord-system/<name>:
+// what the component gets in a cluster.
 func serviceAccountKubeconfig(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, name string) string {
 	t.Helper()
+	rbac, err := manifests.RBAC.ReadFile("rbac/" + name + ".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Apply(ctx, rbac); err != nil {
+		t.Fatalf("applying RBAC: %v", err)
+	}
 	tok, err := cp.Client.CoreV1().ServiceAccounts("koord-system").CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
 	if err != nil {
@@ -234,13 +235,6 @@ func serviceAccountKubeconfig(t *testing.T, ctx context.Context, cp *controlplan
 func TestKoordletBinaryWithShippedRBAC(t *testing.T) {
 	ctx := testContext(t)
 	cp := startControlPlane(t, controlplane.Options{RBAC: true})
-	rbac, err := manifests.RBAC.ReadFile("rbac/koordlet.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cp.Apply(ctx, rbac); err != nil {
-		t.Fatalf("applying RBAC: %v", err)
-	}
 	kubeconfig := serviceAccountKubeconfig(t, ctx, cp, "koordlet")
 	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "bin-1", CPU: "16", Memory: "16Gi"}); err != nil {
 		t.Fatal(err)
@@ -267,7 +261,7 @@ func TestKoordletBinaryWithShippedRBAC(t *testing.T) {
 	})
 
 	waitNUMAInfo(t, ctx, cp, "bin-1", nil)
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		nm, err := cp.Koord.SloV1alpha1().NodeMetrics().Get(ctx, "bin-1", metav1.GetOptions{})
 		return err == nil && nm.Status.NodeMetric != nil, nil
 	})

@@ -31,7 +31,6 @@ func benchNode(p *Plugin, name string) *framework.NodeInfo {
 	return ni
 }
 
-
 // BenchmarkFilter and BenchmarkScore compare one call on one node with the
 // in-tree NodeResourcesFit on the same node.
 func BenchmarkFilter(b *testing.B) {

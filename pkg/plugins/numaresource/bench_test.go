@@ -53,7 +53,6 @@ func benchCluster(b *testing.B, n int) (*fixture, []fwk.NodeInfo) {
 	return f, infos
 }
 
-
 // BenchmarkFilter and BenchmarkScore compare one call on one node with the
 // in-tree NodeResourcesFit on the same node, for a 4-CPU LSR pod.
 func BenchmarkFilter(b *testing.B) {
