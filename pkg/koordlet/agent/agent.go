@@ -272,6 +272,11 @@ func (a *Agent) reconcile(ctx context.Context) {
 		}
 		a.faults.clear(logger, "sysfs")
 		a.machine, a.machineAt = m, time.Now()
+		numaOf := make(map[int]int, len(m.CPUTopology.Detail))
+		for _, c := range m.CPUTopology.Detail {
+			numaOf[int(c.ID)] = int(c.Node)
+		}
+		a.collector.SetNUMA(a.opts.SysfsRoot, numaOf)
 	}
 	k, err := topology.ReadKubelet(a.opts.KubeletRootDir)
 	if err != nil {

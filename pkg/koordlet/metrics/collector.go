@@ -35,7 +35,16 @@ type Collector struct {
 	lastBusy, last uint64  // /proc/stat jiffies
 	lastAt         time.Time
 	pods           map[types.UID]*podHistory
+
+	// Per NUMA node, when SetNUMA gave the CPUs' placement.
+	sysfs    string
+	numaOf   map[int]int
+	numaCPU  map[int]*Series
+	numaMem  map[int]*Series
+	lastNUMA map[int]cpuTimes
 }
+
+type cpuTimes struct{ busy, total uint64 }
 
 type podHistory struct {
 	cpu, mem *Series
@@ -67,10 +76,11 @@ func NewCollector(procfs string, interval, nodeWindow, podWindow time.Duration) 
 // pods are not sampled). CPU usage is a rate, so each series starts with
 // its second sample. Per-pod errors (a cgroup that vanished) skip that pod.
 func (c *Collector) Collect(now time.Time, layout *cgroup.Layout, pods []*corev1.Pod) error {
-	busy, total, err := readProcStat(filepath.Join(c.procfs, "stat"))
+	all, perCPU, err := readProcStat(filepath.Join(c.procfs, "stat"))
 	if err != nil {
 		return err
 	}
+	busy, total := all.busy, all.total
 	used, err := readMemUsed(filepath.Join(c.procfs, "meminfo"))
 	if err != nil {
 		return err
@@ -83,6 +93,7 @@ func (c *Collector) Collect(now time.Time, layout *cgroup.Layout, pods []*corev1
 			c.nodeCPU.Add(now, float64(busy-c.lastBusy)/userHZ/secs)
 		}
 	}
+	c.collectNUMA(now, perCPU)
 	c.lastBusy, c.last, c.lastAt = busy, total, now
 	c.nodeMem.Add(now, float64(used))
 
@@ -202,32 +213,130 @@ func (c *Collector) PodUsage(uid types.UID, since time.Time) (cpu, mem float64, 
 	return cs.Avg, ms.Avg, okC && okM
 }
 
-// readProcStat returns busy and total jiffies from the "cpu" line of
-// /proc/stat. Idle and iowait are not busy.
-func readProcStat(path string) (busy, total uint64, err error) {
+// SetNUMA tells the collector where each CPU is (cpu id → NUMA node) and
+// where sysfs is, so that it also samples each NUMA node's usage.
+func (c *Collector) SetNUMA(sysfs string, numaOf map[int]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sysfs, c.numaOf = sysfs, numaOf
+	if c.numaCPU == nil {
+		c.numaCPU, c.numaMem, c.lastNUMA = map[int]*Series{}, map[int]*Series{}, map[int]cpuTimes{}
+	}
+}
+
+// collectNUMA samples each NUMA node's CPU (its CPUs' /proc/stat lines) and
+// memory (MemTotal − MemFree of its sysfs meminfo). Caller holds c.mu.
+func (c *Collector) collectNUMA(now time.Time, perCPU map[int]cpuTimes) {
+	if c.numaOf == nil || len(perCPU) == 0 {
+		return
+	}
+	sums := map[int]cpuTimes{}
+	for cpu, t := range perCPU {
+		numa, ok := c.numaOf[cpu]
+		if !ok {
+			continue
+		}
+		s := sums[numa]
+		s.busy, s.total = s.busy+t.busy, s.total+t.total
+		sums[numa] = s
+	}
+	size := int(c.nodeWindow/c.interval) + 1
+	for numa, t := range sums {
+		if c.numaCPU[numa] == nil {
+			c.numaCPU[numa], c.numaMem[numa] = NewSeries(size), NewSeries(size)
+		}
+		if last, ok := c.lastNUMA[numa]; ok && !c.lastAt.IsZero() && t.total > last.total && t.busy >= last.busy {
+			if secs := now.Sub(c.lastAt).Seconds(); secs > 0 {
+				c.numaCPU[numa].Add(now, float64(t.busy-last.busy)/userHZ/secs)
+			}
+		}
+		c.lastNUMA[numa] = t
+		path := filepath.Join(c.sysfs, "devices/system/node", fmt.Sprintf("node%d", numa), "meminfo")
+		total, errT := readMemTotalKey(path, fmt.Sprintf("Node %d MemTotal:", numa))
+		free, errF := readMemTotalKey(path, fmt.Sprintf("Node %d MemFree:", numa))
+		if errT == nil && errF == nil && total >= free {
+			c.numaMem[numa].Add(now, float64(total-free))
+		}
+	}
+}
+
+// NUMAUsage summarises each NUMA node's CPU (cores) and memory (bytes)
+// since t, for the NUMA nodes with samples of both.
+func (c *Collector) NUMAUsage(since time.Time) map[int][2]Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[int][2]Stats{}
+	for numa, cs := range c.numaCPU {
+		cpu, okC := Summarise(cs.Since(since, nil))
+		mem, okM := Summarise(c.numaMem[numa].Since(since, nil))
+		if okC && okM {
+			out[numa] = [2]Stats{cpu, mem}
+		}
+	}
+	return out
+}
+
+// readMemTotalKey finds "<prefix> N kB" in a meminfo file and returns bytes.
+func readMemTotalKey(path, prefix string) (uint64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	fields := strings.Fields(line)
-	if len(fields) < 5 || fields[0] != "cpu" {
-		return 0, 0, fmt.Errorf("%s: first line %q is not the cpu totals", path, line)
-	}
-	for i, f := range fields[1:] {
-		if i >= 8 { // guest and guest_nice are already in user and nice
-			break
-		}
-		v, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("%s: %w", path, err)
-		}
-		total += v
-		if i != 3 && i != 4 { // idle, iowait
-			busy += v
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			f := strings.Fields(v)
+			if len(f) == 0 {
+				break
+			}
+			kb, err := strconv.ParseUint(f[0], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", path, err)
+			}
+			return kb * 1024, nil
 		}
 	}
-	return busy, total, nil
+	return 0, fmt.Errorf("%s: no %q", path, prefix)
+}
+
+// readProcStat returns busy and total jiffies of the "cpu" line of
+// /proc/stat and of each "cpuN" line. Idle and iowait are not busy.
+func readProcStat(path string) (all cpuTimes, perCPU map[int]cpuTimes, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return all, nil, err
+	}
+	perCPU = map[int]cpuTimes{}
+	for i, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 5 || !strings.HasPrefix(fields[0], "cpu") {
+			if i == 0 {
+				return all, nil, fmt.Errorf("%s: first line %q is not the cpu totals", path, line)
+			}
+			continue
+		}
+		var t cpuTimes
+		for j, f := range fields[1:] {
+			if j >= 8 { // guest and guest_nice are already in user and nice
+				break
+			}
+			v, err := strconv.ParseUint(f, 10, 64)
+			if err != nil {
+				return all, nil, fmt.Errorf("%s: %w", path, err)
+			}
+			t.total += v
+			if j != 3 && j != 4 { // idle, iowait
+				t.busy += v
+			}
+		}
+		if fields[0] == "cpu" {
+			all = t
+			continue
+		}
+		if id, err := strconv.Atoi(strings.TrimPrefix(fields[0], "cpu")); err == nil {
+			perCPU[id] = t
+		}
+	}
+	return all, perCPU, nil
 }
 
 // readMemUsed is MemTotal − MemAvailable, what the node cannot give away.

@@ -100,3 +100,41 @@ func TestCollector(t *testing.T) {
 		t.Error("a deleted pod's history is kept")
 	}
 }
+
+// Per NUMA node: the CPU of its CPUs' /proc/stat lines and the memory its
+// sysfs meminfo says is used.
+func TestCollectorNUMA(t *testing.T) {
+	sysfs, procfs, err := topologytest.WriteSysfs(t.TempDir(), 1, 2, 2, 1, 4<<30) // NUMA 0: CPUs 0-1, NUMA 1: CPUs 2-3
+	if err != nil {
+		t.Fatal(err)
+	}
+	// stat is /proc/stat after `seconds` of uptime, CPU i busy busy[i] jiffies.
+	stat := func(seconds uint64, busy ...uint64) string {
+		var sum uint64
+		lines := ""
+		for i, b := range busy {
+			sum += b
+			lines += fmt.Sprintf("cpu%d %d 0 0 %d 0 0 0 0 0 0\n", i, b, 100*seconds-b)
+		}
+		return fmt.Sprintf("cpu  %d 0 0 %d 0 0 0 0 0 0\n", sum, 400*seconds-sum) + lines
+	}
+	writeFile(t, filepath.Join(procfs, "stat"), stat(10, 0, 0, 0, 0))
+	c := NewCollector(procfs, time.Second, time.Minute, time.Minute)
+	c.SetNUMA(sysfs, map[int]int{0: 0, 1: 0, 2: 1, 3: 1})
+	t0 := time.Unix(1000, 0)
+	if err := c.Collect(t0, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A second later: CPUs 0 and 1 were busy all along, CPU 2 half the time.
+	writeFile(t, filepath.Join(procfs, "stat"), stat(11, 100, 100, 50, 0))
+	if err := c.Collect(t0.Add(time.Second), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := c.NUMAUsage(t0)
+	if len(got) != 2 || math.Abs(got[0][0].Avg-2) > 1e-9 || math.Abs(got[1][0].Avg-0.5) > 1e-9 {
+		t.Errorf("NUMA CPU usage %+v, want node 0: 2 cores, node 1: 0.5", got)
+	}
+	if got[1][1].Avg != float64(4<<30-1024*1024) {
+		t.Errorf("NUMA 1 memory %v, want MemTotal − MemFree", got[1][1].Avg)
+	}
+}

@@ -3,6 +3,7 @@ package reporter
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,6 +80,15 @@ func NodeMetricStatus(now time.Time, c *metrics.Collector, pods []*corev1.Pod, p
 				slov1alpha1.P90: usage(wc.P90, wm.P90), slov1alpha1.P95: usage(wc.P95, wm.P95), slov1alpha1.P99: usage(wc.P99, wm.P99),
 			},
 		})
+	}
+	numa := c.NUMAUsage(now.Add(-p.Aggregate))
+	ids := make([]int, 0, len(numa))
+	for id := range numa {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		info.NUMAUsages = append(info.NUMAUsages, slov1alpha1.NUMANodeUsage{NUMANodeID: int32(id), NodeUsage: usage(numa[id][0].Avg, numa[id][1].Avg)})
 	}
 	st := &slov1alpha1.NodeMetricStatus{UpdateTime: &metav1.Time{Time: now}, NodeMetric: info, PodsMetric: []*slov1alpha1.PodMetricInfo{}}
 	var podCPU, podMem float64
