@@ -68,7 +68,7 @@ func FuzzResourceStatus(f *testing.F) {
 	fuzzAnnotation(f, AnnotationResourceStatus, GetResourceStatus,
 		`{"cpuset":"0-3","numaNodeResources":[{"node":0,"resources":{"cpu":"4","memory":"8Gi"}}]}`,
 		`{"cpuset":"0-3,8"}`, `{"cpuset":"3-1"}`, `{"cpuset":"0-3","numaNodeResources":[{"node":-1}]}`,
-		`{"numaNodeResources":[{"node":0,"resources":{"cpu":"-1"}}]}`)
+		`{"numaNodeResources":[{"node":0,"resources":{"cpu":"-1"}}]}`, `{"cpuset":"0-50000000"}`)
 }
 
 func FuzzCustomUsageThresholds(f *testing.F) {
@@ -124,6 +124,8 @@ func FuzzNUMAInfo(f *testing.F) {
 	f.Add(`{"detail":[{"id":0,"core":0,"socket":0,"node":0}]}`, `[{"id":0,"cpus":"0","memoryBytes":1024}]`, `{}`,
 		`{"policy":"static","reservedCPUs":"1"}`, `[]`, `[]`)
 	f.Add(`{"detail":[]}`, `[]`, ``, `{"policy":"dynamic"}`, `[{"cpuset":"0-"}]`, `null`)
+	// Once took the parser tens of seconds and gigabytes: huge CPU ranges.
+	f.Add(`{"detail":[{"id":0}]}`, `[{"id":0,"cpus":"0-30000000"}]`, `{}`, `{"policy":"static","reservedCPUs":"0-99999999"}`, `[]`, `[]`)
 	f.Fuzz(func(t *testing.T, topo, nodes, basic, policy, allocs, pools string) {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: NUMAInfoNamespace, Name: NUMAInfoConfigMapName("n1")},

@@ -224,7 +224,7 @@ func (n *NUMAInfo) validate() (string, error) {
 		if node.MemoryBytes < 0 {
 			return NUMAInfoKeyNUMANodes, fmt.Errorf("node %d: memoryBytes %d is negative", node.ID, node.MemoryBytes)
 		}
-		cpus, err := cpuset.Parse(node.CPUs)
+		cpus, err := ParseCPUSet(node.CPUs)
 		if err != nil {
 			return NUMAInfoKeyNUMANodes, fmt.Errorf("node %d: cpus %q: %w", node.ID, node.CPUs, err)
 		}
@@ -270,7 +270,7 @@ func (n *NUMAInfo) validate() (string, error) {
 }
 
 func parseSubset(all cpuset.CPUSet, s string) (cpuset.CPUSet, error) {
-	cpus, err := cpuset.Parse(s)
+	cpus, err := ParseCPUSet(s)
 	if err != nil {
 		return cpus, fmt.Errorf("cpuset %q: %w", s, err)
 	}

@@ -43,7 +43,7 @@ func GetResourceStatus(annotations map[string]string) (*ResourceStatus, error) {
 	if err := decodeJSON(v, status); err != nil {
 		return nil, annotationError(AnnotationResourceStatus, err)
 	}
-	cpus, err := cpuset.Parse(status.CPUSet)
+	cpus, err := ParseCPUSet(status.CPUSet)
 	if err != nil {
 		return nil, annotationError(AnnotationResourceStatus, fmt.Errorf("cpuset %q: %w", status.CPUSet, err))
 	}

@@ -412,7 +412,7 @@ func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Ku
 		ids = append(ids, int(c.ID))
 	}
 	all := cpuset.New(ids...)
-	reserved, _ := cpuset.Parse(k.Policy.ReservedCPUs) // validated by ReadKubelet
+	reserved, _ := extension.ParseCPUSet(k.Policy.ReservedCPUs) // validated by ReadKubelet
 	plan, errs := qos.PlanCPUSets(pods, all, reserved, k.Pinned)
 	for _, err := range errs {
 		a.faults.report(logger, "annotation", err)

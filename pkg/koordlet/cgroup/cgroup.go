@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/cpuset"
+
+	"github.com/koord-project/koord/apis/extension"
 )
 
 // Version is the cgroup hierarchy kubelet uses.
@@ -161,7 +163,7 @@ func (l Layout) CPUSet(dir string) (cpuset.CPUSet, error) {
 	if err != nil {
 		return cpuset.New(), err
 	}
-	return cpuset.Parse(strings.TrimSpace(string(b)))
+	return extension.ParseCPUSet(string(b))
 }
 
 // SetCPUSet writes cpus to a cgroup's cpuset.cpus if it holds something

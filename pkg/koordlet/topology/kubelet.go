@@ -49,7 +49,7 @@ func ReadKubelet(root string) (*Kubelet, error) {
 		}
 		k.Policy.Options = cfg.CPUManagerPolicyOptions
 		if cfg.ReservedSystemCPUs != "" {
-			reserved, err := cpuset.Parse(cfg.ReservedSystemCPUs)
+			reserved, err := extension.ParseCPUSet(cfg.ReservedSystemCPUs)
 			if err != nil {
 				return nil, fmt.Errorf("%s: reservedSystemCPUs: %w", path, err)
 			}
@@ -78,7 +78,7 @@ func ReadKubelet(root string) (*Kubelet, error) {
 	for uid, containers := range cp.Entries {
 		var all cpuset.CPUSet
 		for name, s := range containers {
-			cpus, err := cpuset.Parse(s)
+			cpus, err := extension.ParseCPUSet(s)
 			if err != nil {
 				return nil, fmt.Errorf("%s: pod %s container %s: %w", path, uid, name, err)
 			}
@@ -132,7 +132,7 @@ func NUMAInfo(m *Machine, k *Kubelet, pods []PodRef) (*extension.NUMAInfo, error
 		socketOf[c.Node] = c.Socket
 	}
 	for _, n := range m.NUMANodes {
-		cpus, err := cpuset.Parse(n.CPUs)
+		cpus, err := extension.ParseCPUSet(n.CPUs)
 		if err != nil {
 			return nil, err
 		}

@@ -123,7 +123,7 @@ func readCPUList(path string) (cpuset.CPUSet, error) {
 	if err != nil {
 		return cpuset.New(), err
 	}
-	s, err := cpuset.Parse(strings.TrimSpace(string(b)))
+	s, err := extension.ParseCPUSet(string(b))
 	if err != nil {
 		return cpuset.New(), fmt.Errorf("%s: %w", path, err)
 	}
