@@ -17,7 +17,7 @@ IMAGES := $(CURDIR)/_output/images
 IMAGE_TAG ?= $(VERSION)
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit race fuzz integration generate generate-bpf images verify demo clean
+.PHONY: all build test unit race fuzz integration generate generate-bpf images helm chart-test verify demo clean
 
 all: build
 
@@ -25,8 +25,8 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-## test: everything CI runs: unit tests, the race detector over the plugins, fuzzing of every parser, integration tests
-test: unit race fuzz integration
+## test: everything CI runs: unit tests, the race detector, fuzzing of every parser, the Helm chart's tests, integration tests
+test: unit race fuzz chart-test integration
 
 ## unit: fast tests with no control plane
 unit:
@@ -43,6 +43,16 @@ fuzz:
 ## integration: tests against an in-process etcd + kube-apiserver, and bin/koord-scheduler
 integration: build
 	KOORD_SCHEDULER_BIN=$(BIN)/koord-scheduler KOORDLET_BIN=$(BIN)/koordlet $(GO) test -count=1 -timeout 30m ./test/integration/...
+
+HELM := $(CURDIR)/_output/bin/helm
+
+## helm: build helm (pinned in hack/helm/go.mod) into _output/bin
+helm:
+	$(GO) build -modfile=hack/helm/go.mod -o $(HELM) helm.sh/helm/v3/cmd/helm
+
+## chart-test: helm lint and template tests of deploy/charts/koord
+chart-test: helm
+	HELM=$(HELM) $(GO) test -count=1 ./test/chart/...
 
 ## generate: regenerate deepcopy, conversion, defaults, clients and CRDs
 generate:

@@ -39,3 +39,11 @@ rm -f manifests/thirdparty/*.yaml
 tool controller-gen crd:crdVersions=v1 \
 	paths=github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2 \
 	output:crd:artifacts:config=manifests/thirdparty
+
+# The Helm chart installs exactly the shipped manifests: copy them in (a chart
+# cannot read files outside its directory).
+chart=deploy/charts/koord/files
+rm -rf "$chart" && mkdir -p "$chart/crds" "$chart/rbac"
+cp manifests/crds/*.yaml manifests/thirdparty/*.yaml "$chart/crds/"
+cp manifests/rbac/*.yaml "$chart/rbac/"
+cp manifests/priorityclasses.yaml manifests/scheduler/koord-scheduler-config.yaml "$chart/"

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fail=0
-generated=(apis pkg/client manifests/crds manifests/thirdparty)
+generated=(apis pkg/client manifests/crds manifests/thirdparty deploy/charts/koord/files)
 
 # Regenerate into the tree and compare with what is committed.
 snapshot=$(mktemp -d)

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -209,6 +211,12 @@ func serviceAccountKubeconfig(t *testing.T, ctx context.Context, cp *controlplan
 	t.Helper()
 	rbac, err := manifests.RBAC.ReadFile("rbac/" + name + ".yaml")
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The shipped RBAC lives in the namespace Koord is installed in; Helm
+	// creates it (--create-namespace), here the test does.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "koord-system"}}
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	if err := cp.Apply(ctx, rbac); err != nil {

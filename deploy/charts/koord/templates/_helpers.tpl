@@ -1,0 +1,22 @@
+{{/* The image reference of a component: [host/]name:tag. */}}
+{{- define "koord.image" -}}
+{{- $root := index . 0 -}}{{- $name := index . 1 -}}
+{{- $tag := default $root.Chart.AppVersion $root.Values.imageTag -}}
+{{- if $root.Values.imageRepositoryHost -}}
+{{ printf "%s/%s:%s" $root.Values.imageRepositoryHost $name $tag }}
+{{- else -}}
+{{ printf "%s:%s" $name $tag }}
+{{- end -}}
+{{- end -}}
+
+{{- define "koord.labels" -}}
+app.kubernetes.io/part-of: koord
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{- end -}}
+
+{{/* The shipped RBAC of a component, in the release's namespace. */}}
+{{- define "koord.rbac" -}}
+{{- $root := index . 0 -}}{{- $file := index . 1 -}}
+{{ $root.Files.Get $file | replace "namespace: koord-system" (printf "namespace: %s" $root.Release.Namespace) }}
+{{- end -}}
