@@ -284,12 +284,32 @@ func (a *Agent) reconcile(ctx context.Context) {
 		return
 	}
 	a.faults.clear(logger, "kubelet")
-	a.syncTopology(ctx, a.machine, k)
-	a.pinCPUs(ctx, a.machine, k)
+	all, err := a.pods.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	pods := all[:0:0]
+	for _, p := range all {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			pods = append(pods, p)
+		}
+	}
+	// Each pod's resource-status is read once per pass, for both uses.
+	bound, malformed := qos.Bound(pods)
+	for _, p := range pods {
+		cause := "annotation/" + string(p.UID)
+		if err, bad := malformed[p.UID]; bad {
+			a.faults.report(logger, cause, err)
+		} else {
+			a.faults.clear(logger, cause)
+		}
+	}
+	a.syncTopology(ctx, a.machine, k, pods, bound)
+	a.pinCPUs(ctx, a.machine, k, pods, bound, malformed)
 }
 
 // syncTopology publishes the node's topology if it changed.
-func (a *Agent) syncTopology(ctx context.Context, m *topology.Machine, k *topology.Kubelet) {
+func (a *Agent) syncTopology(ctx context.Context, m *topology.Machine, k *topology.Kubelet, pods []*corev1.Pod, bound map[types.UID]cpuset.CPUSet) {
 	logger := klog.FromContext(ctx)
 	node, err := a.nodes.Get(a.opts.NodeName)
 	if err != nil {
@@ -297,7 +317,11 @@ func (a *Agent) syncTopology(ctx context.Context, m *topology.Machine, k *topolo
 		return
 	}
 	a.faults.clear(logger, "node")
-	info, err := topology.NUMAInfo(m, k, a.podRefs(logger))
+	refs := make([]topology.PodRef, 0, len(pods))
+	for _, p := range pods {
+		refs = append(refs, topology.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID, CPUs: bound[p.UID]})
+	}
+	info, err := topology.NUMAInfo(m, k, refs)
 	if err != nil {
 		a.faults.report(logger, "topology", err)
 		return
@@ -326,31 +350,6 @@ func (a *Agent) syncTopology(ctx context.Context, m *topology.Machine, k *topolo
 	if result != reporter.Unchanged {
 		logger.V(2).Info("Published NUMA info", "configmap", klog.KRef(extension.NUMAInfoNamespace, extension.NUMAInfoConfigMapName(a.opts.NodeName)), "result", result)
 	}
-}
-
-// podRefs are this node's running pods with the CPUs the scheduler bound
-// them to. A pod with a malformed resource-status is reported and counted as
-// holding nothing exclusively.
-func (a *Agent) podRefs(logger klog.Logger) []topology.PodRef {
-	pods, err := a.pods.List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	refs := make([]topology.PodRef, 0, len(pods))
-	for _, p := range pods {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		ref := topology.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID}
-		if st, err := extension.GetResourceStatus(p.Annotations); err != nil {
-			a.faults.report(logger, "annotation/"+string(p.UID), fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err))
-		} else {
-			a.faults.clear(logger, "annotation/"+string(p.UID))
-			ref.CPUs = st.CPUs()
-		}
-		refs = append(refs, ref)
-	}
-	return refs
 }
 
 // faults logs each cause of failure once (again only when its error
@@ -391,7 +390,7 @@ func causeLabel(cause string) string {
 
 // pinCPUs writes every pod's cpuset (qos.PlanCPUSets) to its cgroups. Until
 // kubelet's pod cgroups exist under the cgroup root, it only looks for them.
-func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Kubelet) {
+func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Kubelet, pods []*corev1.Pod, bound map[types.UID]cpuset.CPUSet, malformed map[types.UID]error) {
 	logger := klog.FromContext(ctx)
 	if a.layout == nil {
 		l, err := cgroup.Detect(a.opts.CgroupRoot, a.opts.KubeletCgroupRoot)
@@ -403,20 +402,13 @@ func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Ku
 		logger.Info("Found kubelet's pod cgroups", "root", l.Root, "version", l.Version, "driver", l.Driver)
 		a.layout = &l
 	}
-	pods, err := a.pods.List(labels.Everything())
-	if err != nil {
-		return
-	}
 	ids := make([]int, 0, len(m.CPUTopology.Detail))
 	for _, c := range m.CPUTopology.Detail {
 		ids = append(ids, int(c.ID))
 	}
 	all := cpuset.New(ids...)
 	reserved, _ := extension.ParseCPUSet(k.Policy.ReservedCPUs) // validated by ReadKubelet
-	plan, errs := qos.PlanCPUSets(pods, all, reserved, k.Pinned)
-	for _, err := range errs {
-		a.faults.report(logger, "annotation", err)
-	}
+	plan := qos.PlanCPUSets(pods, bound, malformed, all, reserved, k.Pinned)
 	// Every cgroup is re-read each FullCheckEvery reconciles, to undo
 	// changes made behind koordlet's back; in between only pods whose plan
 	// or containers changed are touched.

@@ -14,6 +14,7 @@ import (
 	v1qos "k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
 
 	"github.com/koord-project/koord/pkg/koordlet/cgroup"
+	"github.com/koord-project/koord/pkg/koordlet/topology"
 )
 
 // userHZ is the unit of /proc/stat: the kernel reports jiffies of 1/100 s
@@ -251,11 +252,9 @@ func (c *Collector) collectNUMA(now time.Time, perCPU map[int]cpuTimes) {
 			}
 		}
 		c.lastNUMA[numa] = t
-		path := filepath.Join(c.sysfs, "devices/system/node", fmt.Sprintf("node%d", numa), "meminfo")
-		total, errT := readMemTotalKey(path, fmt.Sprintf("Node %d MemTotal:", numa))
-		free, errF := readMemTotalKey(path, fmt.Sprintf("Node %d MemFree:", numa))
-		if errT == nil && errF == nil && total >= free {
-			c.numaMem[numa].Add(now, float64(total-free))
+		m, err := topology.ReadMeminfo(filepath.Join(c.sysfs, "devices/system/node", fmt.Sprintf("node%d", numa), "meminfo"))
+		if err == nil && m["MemTotal"] >= m["MemFree"] {
+			c.numaMem[numa].Add(now, float64(m["MemTotal"]-m["MemFree"]))
 		}
 	}
 }
@@ -274,28 +273,6 @@ func (c *Collector) NUMAUsage(since time.Time) map[int][2]Stats {
 		}
 	}
 	return out
-}
-
-// readMemTotalKey finds "<prefix> N kB" in a meminfo file and returns bytes.
-func readMemTotalKey(path, prefix string) (uint64, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
-			f := strings.Fields(v)
-			if len(f) == 0 {
-				break
-			}
-			kb, err := strconv.ParseUint(f[0], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s: %w", path, err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("%s: no %q", path, prefix)
 }
 
 // readProcStat returns busy and total jiffies of the "cpu" line of
@@ -341,28 +318,12 @@ func readProcStat(path string) (all cpuTimes, perCPU map[int]cpuTimes, err error
 
 // readMemUsed is MemTotal − MemAvailable, what the node cannot give away.
 func readMemUsed(path string) (uint64, error) {
-	b, err := os.ReadFile(path)
+	m, err := topology.ReadMeminfo(path)
 	if err != nil {
 		return 0, err
 	}
-	vals := map[string]uint64{}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "MemTotal" && k != "MemAvailable") {
-			continue
-		}
-		f := strings.Fields(v)
-		if len(f) == 0 {
-			continue
-		}
-		n, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %s: %w", path, k, err)
-		}
-		vals[k] = n * 1024
-	}
-	total, okT := vals["MemTotal"]
-	avail, okA := vals["MemAvailable"]
+	total, okT := m["MemTotal"]
+	avail, okA := m["MemAvailable"]
 	if !okT || !okA {
 		return 0, fmt.Errorf("%s: no MemTotal or MemAvailable", path)
 	}

@@ -41,9 +41,6 @@ func (s *Series) Since(t time.Time, buf []float64) []float64 {
 	return buf
 }
 
-// Len is how many samples the series holds.
-func (s *Series) Len() int { return s.n }
-
 // Stats are the statistics NodeMetric reports over a window.
 type Stats struct{ Avg, P50, P90, P95, P99 float64 }
 

@@ -20,29 +20,36 @@ import (
 // Plan is the cpuset each pod should run on.
 type Plan map[types.UID]cpuset.CPUSet
 
-// PlanCPUSets decides every pod's cpuset: its resource-status cpuset if the
-// scheduler bound it, else the shared pool (all CPUs less every exclusively
-// bound CPU and kubelet's reserved CPUs). BE pods and pods kubelet's static
-// policy pinned are left alone. Pods whose annotation is malformed are
-// returned as errors (naming the pod and key) and keep their current cpuset.
-func PlanCPUSets(pods []*corev1.Pod, all, reserved cpuset.CPUSet, kubeletPinned map[types.UID]cpuset.CPUSet) (Plan, []error) {
-	var errs []error
-	bound := map[types.UID]cpuset.CPUSet{}
+// Bound reads, once per pass, the CPUs the scheduler bound each pod to (its
+// resource-status cpuset; pods without one are absent). Pods whose
+// annotation does not parse are in malformed, with the error naming the pod
+// and key.
+func Bound(pods []*corev1.Pod) (bound map[types.UID]cpuset.CPUSet, malformed map[types.UID]error) {
+	bound, malformed = map[types.UID]cpuset.CPUSet{}, map[types.UID]error{}
+	for _, p := range pods {
+		st, err := extension.GetResourceStatus(p.Annotations)
+		switch {
+		case err != nil:
+			malformed[p.UID] = fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+		case !st.CPUs().IsEmpty():
+			bound[p.UID] = st.CPUs()
+		}
+	}
+	return bound, malformed
+}
+
+// PlanCPUSets decides every pod's cpuset: its bound cpuset if the scheduler
+// bound it, else the shared pool (all CPUs less every exclusively bound CPU
+// and kubelet's reserved CPUs). BE pods, pods kubelet's static policy pinned
+// and pods whose annotation is malformed (their current cpuset is kept) are
+// left alone.
+func PlanCPUSets(pods []*corev1.Pod, bound map[types.UID]cpuset.CPUSet, malformed map[types.UID]error, all, reserved cpuset.CPUSet, kubeletPinned map[types.UID]cpuset.CPUSet) Plan {
 	exclusive := cpuset.New()
 	for _, cpus := range kubeletPinned {
 		exclusive = exclusive.Union(cpus)
 	}
-	for _, p := range pods {
-		st, err := extension.GetResourceStatus(p.Annotations)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err))
-			bound[p.UID] = cpuset.New() // unknown: do not touch
-			continue
-		}
-		if !st.CPUs().IsEmpty() {
-			bound[p.UID] = st.CPUs()
-			exclusive = exclusive.Union(st.CPUs())
-		}
+	for _, cpus := range bound {
+		exclusive = exclusive.Union(cpus)
 	}
 	shared := all.Difference(exclusive).Difference(reserved)
 	plan := Plan{}
@@ -51,9 +58,10 @@ func PlanCPUSets(pods []*corev1.Pod, all, reserved cpuset.CPUSet, kubeletPinned 
 			continue
 		}
 		if cpus, ok := bound[p.UID]; ok {
-			if !cpus.IsEmpty() {
-				plan[p.UID] = cpus
-			}
+			plan[p.UID] = cpus
+			continue
+		}
+		if _, bad := malformed[p.UID]; bad {
 			continue
 		}
 		if _, pinned := kubeletPinned[p.UID]; pinned {
@@ -66,7 +74,7 @@ func PlanCPUSets(pods []*corev1.Pod, all, reserved cpuset.CPUSet, kubeletPinned 
 			plan[p.UID] = shared
 		}
 	}
-	return plan, errs
+	return plan
 }
 
 // ErrCgroupMissing means a pod's cgroup is not there (yet, or any more):

@@ -46,10 +46,11 @@ func TestPlanCPUSets(t *testing.T) {
 		pod("kubelet-static", "LSR", true, ""),
 		pod("broken", "LSR", true, `{"cpuset":"x"}`),
 	}
-	plan, errs := PlanCPUSets(pods, all, cpuset.New(0), map[types.UID]cpuset.CPUSet{"uid-kubelet-static": cpuset.New(7)})
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "pod default/broken: annotation scheduling.koordinator.sh/resource-status") {
-		t.Errorf("errors %v", errs)
+	bound, malformed := Bound(pods)
+	if len(malformed) != 1 || !strings.Contains(malformed["uid-broken"].Error(), "pod default/broken: annotation scheduling.koordinator.sh/resource-status") {
+		t.Errorf("malformed %v", malformed)
 	}
+	plan := PlanCPUSets(pods, bound, malformed, all, cpuset.New(0), map[types.UID]cpuset.CPUSet{"uid-kubelet-static": cpuset.New(7)})
 	want := map[types.UID]string{"uid-lse": "2-3", "uid-ls": "1,4-6"}
 	if len(plan) != len(want) {
 		t.Errorf("plan %v, want only %v (BE, kubelet-pinned and malformed pods are left alone)", plan, want)
@@ -158,10 +159,11 @@ func TestApplyCPUSetRealCgroups(t *testing.T) {
 	}
 	lsrProc, lsProc := run(lsr), run(ls)
 
-	plan, errs := PlanCPUSets([]*corev1.Pod{lsr, ls}, all, cpuset.New(), nil)
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	bound, malformed := Bound([]*corev1.Pod{lsr, ls})
+	if len(malformed) > 0 {
+		t.Fatal(malformed)
 	}
+	plan := PlanCPUSets([]*corev1.Pod{lsr, ls}, bound, malformed, all, cpuset.New(), nil)
 	for _, p := range []*corev1.Pod{lsr, ls} {
 		if _, err := ApplyCPUSet(l, p, plan[p.UID]); err != nil {
 			t.Fatal(err)

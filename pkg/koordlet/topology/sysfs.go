@@ -56,7 +56,7 @@ func ReadMachine(sysfsRoot, procfsRoot string) (*Machine, error) {
 	nodeDir := filepath.Join(sysfsRoot, "devices/system/node")
 	nodes, err := readCPUList(filepath.Join(nodeDir, "online"))
 	if os.IsNotExist(err) {
-		mem, err := readMemTotal(filepath.Join(procfsRoot, "meminfo"), "MemTotal:")
+		mem, err := memTotal(filepath.Join(procfsRoot, "meminfo"))
 		if err != nil {
 			return nil, err
 		}
@@ -71,7 +71,7 @@ func ReadMachine(sysfsRoot, procfsRoot string) (*Machine, error) {
 				return nil, err
 			}
 			cpus = cpus.Intersection(online)
-			mem, err := readMemTotal(filepath.Join(dir, "meminfo"), fmt.Sprintf("Node %d MemTotal:", n))
+			mem, err := memTotal(filepath.Join(dir, "meminfo"))
 			if err != nil {
 				return nil, err
 			}
@@ -142,29 +142,51 @@ func readInt(path string) (int, error) {
 	return v, nil
 }
 
-// readMemTotal finds "<prefix> N kB" in a meminfo file and returns bytes.
-func readMemTotal(path, prefix string) (int64, error) {
+// ReadMeminfo reads a meminfo file, /proc/meminfo or a NUMA node's
+// /sys/devices/system/node/nodeN/meminfo (whose lines start "Node N "),
+// into bytes by key ("MemTotal", "MemFree", "MemAvailable", ...).
+func ReadMeminfo(path string) (map[string]uint64, error) {
 	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]uint64{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		key, value, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		if f := strings.Fields(key); len(f) == 3 && f[0] == "Node" {
+			key = f[2]
+		}
+		fields := strings.Fields(value)
+		if len(fields) == 0 {
+			continue
+		}
+		n, err := strconv.ParseUint(fields[0], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, strings.TrimSpace(key), err)
+		}
+		if len(fields) > 1 && fields[1] == "kB" {
+			n *= 1024
+		}
+		out[strings.TrimSpace(key)] = n
+	}
+	return out, nil
+}
+
+// memTotal is MemTotal of a meminfo file.
+func memTotal(path string) (int64, error) {
+	m, err := ReadMeminfo(path)
 	if err != nil {
 		return 0, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		fields := strings.Fields(strings.TrimPrefix(line, prefix))
-		if len(fields) == 0 {
-			break
-		}
-		kb, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %q: %w", path, line, err)
-		}
-		return kb * 1024, nil
+	v, ok := m["MemTotal"]
+	if !ok {
+		return 0, fmt.Errorf("%s: no MemTotal", path)
 	}
-	return 0, fmt.Errorf("%s: no %q line", path, prefix)
+	return int64(v), nil
 }
 
 // readCPUModel is the first "model name" of cpuinfo; "" when there is none
