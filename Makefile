@@ -17,7 +17,7 @@ IMAGES := $(CURDIR)/_output/images
 IMAGE_TAG ?= $(VERSION)
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit race fuzz integration generate generate-bpf images helm chart-test verify demo clean
+.PHONY: all build test unit race fuzz integration generate generate-bpf images helm chart-test cluster-up cluster-down e2e verify demo clean
 
 all: build
 
@@ -32,9 +32,9 @@ test: unit race fuzz chart-test integration
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)
 
-## race: the scheduler plugins and koordlet under the race detector (events, cycles and loops run concurrently)
+## race: the scheduler plugins, koordlet and koord-manager under the race detector (events, cycles and loops run concurrently)
 race:
-	$(GO) test -race -count=1 ./pkg/plugins/... ./pkg/koordlet/...
+	$(GO) test -race -count=1 ./pkg/plugins/... ./pkg/koordlet/... ./pkg/slo/...
 
 ## fuzz: run each fuzz target for $(FUZZTIME)
 fuzz:
@@ -42,7 +42,7 @@ fuzz:
 
 ## integration: tests against an in-process etcd + kube-apiserver, and bin/koord-scheduler
 integration: build
-	KOORD_SCHEDULER_BIN=$(BIN)/koord-scheduler KOORDLET_BIN=$(BIN)/koordlet $(GO) test -count=1 -timeout 30m ./test/integration/...
+	KOORD_SCHEDULER_BIN=$(BIN)/koord-scheduler KOORDLET_BIN=$(BIN)/koordlet KOORD_MANAGER_BIN=$(BIN)/koord-manager $(GO) test -count=1 -timeout 30m ./test/integration/...
 
 HELM := $(CURDIR)/_output/bin/helm
 
@@ -66,12 +66,30 @@ generate-bpf:
 
 ## images: container image tarballs of the components, a pause image and the e2e workloads, written without Docker (hack/ociimage) into _output/images; import with `ctr -n k8s.io images import`
 images:
-	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(IMAGES)/bin/ ./cmd/koord-scheduler ./cmd/koordlet ./hack/images/...
-	for c in koord-scheduler koordlet pause burner sleeper; do \
-		$(GO) run ./hack/ociimage --out $(IMAGES)/$$c.tar --tag koord/$$c:$(IMAGE_TAG) \
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(IMAGES)/bin/ ./cmd/koord-scheduler ./cmd/koordlet ./cmd/koord-manager ./hack/images/...
+	$(GO) build -o $(IMAGES)/bin/ociimage ./hack/ociimage
+	for c in koord-scheduler koordlet koord-manager burner sleeper; do \
+		$(IMAGES)/bin/ociimage --out $(IMAGES)/$$c.tar --tag koord/$$c:$(IMAGE_TAG) \
 			--file $(IMAGES)/bin/$$c=/usr/local/bin/$$c --entrypoint /usr/local/bin/$$c; \
 	done
+	# The sandbox image the local cluster's containerd is configured with: a fixed tag.
+	$(IMAGES)/bin/ociimage --out $(IMAGES)/pause.tar --tag koord/pause:1 \
+		--file $(IMAGES)/bin/pause=/usr/local/bin/pause --entrypoint /usr/local/bin/pause
 	ls -l $(IMAGES)/*.tar
+
+CLUSTER := hack/cluster/cluster.sh
+
+## cluster-up: a real one-node cluster on this machine (etcd, containerd, kube-apiserver, kube-controller-manager, kube-proxy, kubelet, kwok nodes); components are built into _output/cluster on first use; needs root
+cluster-up: images
+	$(CLUSTER) up
+
+## cluster-down: stop what cluster-up started and undo its changes to the host
+cluster-down:
+	$(CLUSTER) down
+
+## e2e: cluster-up, import the images, helm install, run test/e2e, helm uninstall, cluster-down (teardown also on failure)
+e2e: images helm
+	HELM=$(HELM) IMAGE_TAG=$(IMAGE_TAG) ./hack/e2e.sh
 
 ## verify: fail on stale generated code, unformatted files, vet findings or an untidy go.mod
 verify:

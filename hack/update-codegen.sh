@@ -38,6 +38,7 @@ tool controller-gen crd:crdVersions=v1 paths=./apis/slo/... paths=./apis/schedul
 rm -f manifests/thirdparty/*.yaml
 tool controller-gen crd:crdVersions=v1 \
 	paths=github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2 \
+	paths=sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1 \
 	output:crd:artifacts:config=manifests/thirdparty
 
 # The Helm chart installs exactly the shipped manifests: copy them in (a chart

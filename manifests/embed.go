@@ -2,7 +2,13 @@
 // the in-process control plane) install exactly what operators install.
 package manifests
 
-import "embed"
+import (
+	"embed"
+
+	// thirdparty/ holds PodGroup and ElasticQuota CRDs generated from these
+	// types (hack/update-codegen.sh); the import pins the module that defines them.
+	_ "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+)
 
 // CRDs holds manifests/crds/*.yaml.
 //

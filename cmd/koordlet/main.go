@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/koordlet/agent"
 	"github.com/koord-project/koord/pkg/plugins/koordclient"
 	"github.com/koord-project/koord/pkg/version"
@@ -51,12 +52,16 @@ func main() {
 	fs.StringVar(&metricsAddr, "metrics-addr", ":9316", "address of /metrics and /healthz")
 	fs.BoolVar(&pprof, "enable-pprof", false, "serve /debug/pprof/ on --metrics-addr")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
+	gates := features.New()
+	features.Flag(fs, gates)
 	klog.InitFlags(fs)
 	_ = fs.Parse(os.Args[1:])
 	if showVersion {
 		fmt.Println(version.String("koordlet"))
 		return
 	}
+	// The eBPF probe runs only when both the flag and the gate allow it.
+	opts.RunQueueLatency = opts.RunQueueLatency && gates.Enabled(features.RunqueueLatency)
 	if err := run(opts, kubeconfig, metricsAddr, pprof, publishNRT); err != nil {
 		klog.ErrorS(err, "koordlet failed")
 		klog.Flush()

@@ -93,9 +93,32 @@ func TestDefaults(t *testing.T) {
 			}
 		}
 	}
-	sched := byKind(objs, "Deployment")[0]
-	if r, _, _ := unstructured.NestedFieldNoCopy(sched.Object, "spec", "replicas"); r != float64(2) {
-		t.Errorf("koord-scheduler replicas %v, want 2 (leader election)", r)
+	for _, name := range []string{"koord-scheduler", "koord-manager"} {
+		d := named(t, objs, "Deployment", name)
+		if r, _, _ := unstructured.NestedFieldNoCopy(d.Object, "spec", "replicas"); r != float64(2) {
+			t.Errorf("%s replicas %v, want 2 (leader election)", name, r)
+		}
+	}
+	if args := strings.Join(toStrings(containers(t, named(t, objs, "Deployment", "koord-manager"))[0]["args"]), " "); !strings.Contains(args, "--leader-elect=true") {
+		t.Errorf("koord-manager args %s lack leader election", args)
+	}
+	cfg := named(t, objs, "ConfigMap", "slo-controller-config")
+	if c, _, _ := unstructured.NestedString(cfg.Object, "data", "colocation-config"); !strings.Contains(c, `"enable":true`) {
+		t.Errorf("slo-controller-config colocation-config %q", c)
+	}
+	// The uninstall hook and everything it needs run before Helm deletes the
+	// release, and are removed once it succeeded.
+	hooks := 0
+	for _, o := range objs {
+		if o.GetAnnotations()["helm.sh/hook"] == "pre-delete" {
+			hooks++
+			if o.GetAnnotations()["helm.sh/hook-delete-policy"] == "" {
+				t.Errorf("hook %s %s is never deleted", o.GetKind(), o.GetName())
+			}
+		}
+	}
+	if job := named(t, objs, "Job", "koord-cleanup"); job.GetAnnotations()["helm.sh/hook"] != "pre-delete" || hooks != 6 {
+		t.Errorf("pre-delete hook: job annotations %v, %d hook objects (want the Job, its ServiceAccount, 2 Roles, 2 RoleBindings)", job.GetAnnotations(), hooks)
 	}
 	ds := byKind(objs, "DaemonSet")[0]
 	if hostPID, _, _ := unstructured.NestedBool(ds.Object, "spec", "template", "spec", "hostPID"); !hostPID {
@@ -105,6 +128,17 @@ func TestDefaults(t *testing.T) {
 	if sc["privileged"] == true {
 		t.Error("koordlet is privileged; it should list capabilities")
 	}
+}
+
+func named(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range byKind(objs, kind) {
+		if o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("no %s %s rendered", kind, name)
+	return nil
 }
 
 func containers(t *testing.T, o *unstructured.Unstructured) []map[string]any {
@@ -128,17 +162,32 @@ func TestCRDToggles(t *testing.T) {
 		"reservations.scheduling.koordinator.sh,nodemetrics.slo.koordinator.sh,noderesourcetopologies.topology.node.k8s.io" {
 		t.Errorf("toggled CRDs %s", got)
 	}
+	if got := names(byKind(render(t, "--set", "crds.podgroups=true,crds.elasticquotas=true,crds.reservations=false"), "CustomResourceDefinition")); got !=
+		"elasticquotas.scheduling.x-k8s.io,podgroups.scheduling.x-k8s.io,nodemetrics.slo.koordinator.sh,nodeslos.slo.koordinator.sh" {
+		t.Errorf("toggled CRDs %s", got)
+	}
 }
 
 func TestValues(t *testing.T) {
 	objs := render(t, "--set", `featureGates=A=true\,B=true`, "--set", "imageRepositoryHost=registry.example.com",
-		"--set", "scheduler.hostNetwork=true", "--namespace", "custom")
-	sched := byKind(objs, "Deployment")[0]
-	c := containers(t, sched)[0]
-	if !strings.Contains(strings.Join(toStrings(c["args"]), " "), "--feature-gates=A=true,B=true") {
-		t.Errorf("scheduler args %v lack the feature gates", c["args"])
+		"--set", "scheduler.hostNetwork=true", "--set", "manager.hostNetwork=true", "--set", "scheduler.featureGates=C=false", "--namespace", "custom")
+	sched := named(t, objs, "Deployment", "koord-scheduler")
+	for _, o := range []*unstructured.Unstructured{sched, named(t, objs, "Deployment", "koord-manager"), named(t, objs, "DaemonSet", "koordlet")} {
+		want := "--feature-gates=A=true,B=true"
+		if o == sched {
+			want += ",C=false"
+		}
+		if args := strings.Join(toStrings(containers(t, o)[0]["args"]), " "); !strings.Contains(args, want) {
+			t.Errorf("%s args %s lack %s", o.GetName(), args, want)
+		}
 	}
-	for _, kind := range []string{"Deployment", "DaemonSet"} {
+	if hn, _, _ := unstructured.NestedBool(named(t, objs, "Deployment", "koord-manager").Object, "spec", "template", "spec", "hostNetwork"); !hn {
+		t.Error("manager.hostNetwork=true not applied")
+	}
+	if args := strings.Join(toStrings(containers(t, named(t, objs, "Job", "koord-cleanup"))[0]["args"]), " "); !strings.Contains(args, "--koordlet-daemonset=custom/koordlet") {
+		t.Errorf("cleanup hook args %s do not name the release's koordlet", args)
+	}
+	for _, kind := range []string{"Deployment", "DaemonSet", "Job"} {
 		for _, o := range byKind(objs, kind) {
 			if image := containers(t, o)[0]["image"].(string); !strings.HasPrefix(image, "registry.example.com/koord/") {
 				t.Errorf("%s image %s not under imageRepositoryHost", o.GetName(), image)

@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/spf13/cobra"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 	kubeschedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
@@ -15,6 +17,7 @@ import (
 	// Registers the Koord plugin args in kube-scheduler's schemes.
 	_ "github.com/koord-project/koord/apis/config/scheme"
 	"github.com/koord-project/koord/apis/config/validation"
+	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/plugins/loadaware"
 	"github.com/koord-project/koord/pkg/plugins/numaresource"
 	"github.com/koord-project/koord/pkg/version"
@@ -32,8 +35,17 @@ func Plugins() []kubeschedulerapp.Option {
 	}
 }
 
+var addGates sync.Once
+
 // NewSchedulerCommand returns the koord-scheduler command.
 func NewSchedulerCommand(extra ...kubeschedulerapp.Option) *cobra.Command {
+	// Koord's gates join kube-scheduler's, so the one --feature-gates string the
+	// chart passes to every component is accepted here too.
+	addGates.Do(func() {
+		if err := features.Add(utilfeature.DefaultMutableFeatureGate); err != nil {
+			panic(err)
+		}
+	})
 	cmd := kubeschedulerapp.NewSchedulerCommand(append(Plugins(), extra...)...)
 	cmd.Use = Name
 	cmd.Short = "Kubernetes scheduler with Koord's QoS-aware co-location plugins"

@@ -253,7 +253,9 @@ func (p *Plugin) check(usage, pod vector, thresholds []int64, alloc fwk.Resource
 		}
 		used := usage[i] + pod[i]
 		if used*100 > t*a {
-			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node %s%s usage would be %d%% of allocatable, over the %d%% threshold",
+			// No '%' in the reason: kube-scheduler uses it as the format
+			// string of the FailedScheduling event.
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node %s%s usage would be %d percent of allocatable, over the %d percent threshold",
 				kind, p.resources[i], used*100/a, t))
 		}
 	}

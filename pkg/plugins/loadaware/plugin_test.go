@@ -151,7 +151,7 @@ func TestFilterThresholds(t *testing.T) {
 	}
 	big := makePod("big", rl("1", "100Mi"), nil, 0) // estimate 850m → 68.5%
 	err := filter(p, big, node)
-	if err == nil || !strings.Contains(err.Error(), "cpu usage would be 68% of allocatable, over the 65% threshold") {
+	if err == nil || !strings.Contains(err.Error(), "cpu usage would be 68 percent of allocatable, over the 65 percent threshold") {
 		t.Errorf("want a cpu rejection naming both numbers, got %v", err)
 	}
 	// A DaemonSet pod is never filtered.
@@ -293,7 +293,7 @@ func TestAggregatedUsage(t *testing.T) {
 		t.Errorf("score uses avg over the longest window: %dm, want 5000m", est.scoreUsage[0])
 	}
 	err := filter(p, makePod("p", rl("100m", ""), nil, 0), makeNode("n1", "10", "100Gi"))
-	if err == nil || !strings.Contains(err.Error(), "over the 70% threshold") {
+	if err == nil || !strings.Contains(err.Error(), "over the 70 percent threshold") {
 		t.Errorf("aggregated threshold not applied: %v", err)
 	}
 }

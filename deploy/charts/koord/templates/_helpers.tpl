@@ -20,3 +20,14 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- $root := index . 0 -}}{{- $file := index . 1 -}}
 {{ $root.Files.Get $file | replace "namespace: koord-system" (printf "namespace: %s" $root.Release.Namespace) }}
 {{- end -}}
+
+{{/* --feature-gates for a component: the global featureGates, then the component's own. */}}
+{{- define "koord.featureGates" -}}
+{{- $root := index . 0 -}}{{- $own := index . 1 -}}
+{{- $gates := list -}}
+{{- with $root.Values.featureGates }}{{ $gates = append $gates . }}{{ end -}}
+{{- with $own }}{{ $gates = append $gates . }}{{ end -}}
+{{- if $gates }}
+- --feature-gates={{ join "," $gates }}
+{{- end -}}
+{{- end -}}

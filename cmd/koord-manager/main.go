@@ -1,0 +1,115 @@
+// Command koord-manager is Koord's SLO controller. See pkg/slo and DESIGN.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/koord-project/koord/pkg/features"
+	"github.com/koord-project/koord/pkg/slo/cleanup"
+	"github.com/koord-project/koord/pkg/slo/manager"
+	"github.com/koord-project/koord/pkg/version"
+)
+
+func main() {
+	var (
+		o           manager.Options
+		kubeconfig  string
+		showVersion bool
+		cleanupNUMA bool
+		koordletDS  string
+	)
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "koord-system"
+	}
+	fs := flag.NewFlagSet("koord-manager", flag.ExitOnError)
+	fs.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (default $KUBECONFIG, else the in-cluster config)")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "run the controllers only while holding the koord-manager lease (run 2 replicas)")
+	fs.StringVar(&o.Namespace, "namespace", ns, "namespace of the slo-controller-config ConfigMap and the leader lease (default $POD_NAMESPACE, else koord-system)")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":9317", "address of /metrics (0 turns it off)")
+	fs.StringVar(&o.HealthAddr, "health-addr", ":9318", "address of /healthz and /readyz")
+	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
+	fs.BoolVar(&cleanupNUMA, "cleanup-numa-info", false, "uninstall helper: stop the koordlet DaemonSet (--koordlet-daemonset), delete every numa-info ConfigMap koordlet manages, and exit")
+	fs.StringVar(&koordletDS, "koordlet-daemonset", "koord-system/koordlet", "namespace/name of the koordlet DaemonSet, for --cleanup-numa-info")
+	gates := features.New()
+	features.Flag(fs, gates)
+	o.Gates = gates
+	klog.InitFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+	if showVersion {
+		fmt.Println(version.String("koord-manager"))
+		return
+	}
+	ctrl.SetLogger(klog.NewKlogr())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := restConfig(kubeconfig)
+	if err == nil {
+		if cleanupNUMA {
+			err = runCleanup(ctx, cfg, koordletDS)
+		} else {
+			err = run(ctx, cfg, o)
+		}
+	}
+	if err != nil {
+		klog.ErrorS(err, "koord-manager failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("API server config: %w", err)
+	}
+	cfg.UserAgent = "koord-manager/" + version.Version
+	return cfg, nil
+}
+
+func run(ctx context.Context, cfg *rest.Config, o manager.Options) error {
+	klog.InfoS("starting", "version", version.String("koord-manager"), "namespace", o.Namespace, "leaderElect", o.LeaderElect)
+	mgr, err := manager.New(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+func runCleanup(ctx context.Context, cfg *rest.Config, ds string) error {
+	ns, name, ok := strings.Cut(ds, "/")
+	if !ok || ns == "" || name == "" {
+		return fmt.Errorf("--koordlet-daemonset %q: want namespace/name", ds)
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := cleanup.StopKoordlet(ctx, c, ns, name); err != nil {
+		return fmt.Errorf("stopping koordlet before deleting its ConfigMaps: %w", err)
+	}
+	n, err := cleanup.NUMAInfo(ctx, c)
+	klog.InfoS("numa-info ConfigMaps deleted", "count", n)
+	return err
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# make e2e: a local cluster (hack/cluster), Koord's images imported, the
+# chart installed, the suite run, the chart uninstalled and checked, the
+# cluster torn down -- the teardown also when anything fails.
+#
+# Needs root (the cluster's kubelet), $HELM and $IMAGE_TAG (the Makefile
+# passes both) and the images in _output/images (make images).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+: "${HELM:?set HELM to the helm binary (make helm)}"
+: "${IMAGE_TAG:?set IMAGE_TAG to the tag of the images in _output/images}"
+CLUSTER=hack/cluster/cluster.sh
+OUT=_output
+export KUBECONFIG=$ROOT/$OUT/cluster/kubeconfig
+RELEASE=koord
+NS=koord-system
+E2E_FLAGS=${E2E_FLAGS:-}
+
+log() { printf '[e2e] %s\n' "$*" >&2; }
+
+teardown() {
+	rc=$?
+	if ((rc != 0)); then
+		log "failed (exit $rc); cluster state before teardown:"
+		"$OUT/cluster/bin/kubectl" get pods -A -o wide 2>&1 | sed 's/^/  /' >&2 || true
+		for c in koord-scheduler koord-manager koordlet; do
+			log "--- last log lines of $c"
+			"$OUT/cluster/bin/kubectl" logs -n "$NS" -l "app.kubernetes.io/name=$c" --tail=30 --prefix 2>&1 | sed 's/^/  /' >&2 || true
+		done
+	fi
+	"$CLUSTER" down || true
+	exit "$rc"
+}
+
+# A cluster left by an interrupted run is taken down first.
+"$CLUSTER" down >/dev/null 2>&1 || true
+log "building the suite"
+go test -c -o "$OUT/e2e.test" ./test/e2e
+trap teardown EXIT
+"$CLUSTER" up
+"$CLUSTER" import "$OUT"/images/{koord-scheduler,koordlet,koord-manager,sleeper,burner}.tar
+log "helm install $RELEASE (tag $IMAGE_TAG)"
+"$HELM" install "$RELEASE" deploy/charts/koord --namespace "$NS" --create-namespace --wait --timeout 5m \
+	--values test/e2e/values.yaml --set imageTag="$IMAGE_TAG" \
+	--set koordlet.kubeletRootDir="$ROOT/$OUT/cluster/state/kubelet"
+log "running the suite"
+(cd test/e2e && E2E_NAMESPACE=$NS E2E_IMAGE_TAG=$IMAGE_TAG "$ROOT/$OUT/e2e.test" \
+	-ginkgo.label-filter='!uninstall' -ginkgo.timeout=30m $E2E_FLAGS)
+log "helm uninstall $RELEASE"
+"$HELM" uninstall "$RELEASE" --namespace "$NS" --wait --timeout 5m
+(cd test/e2e && E2E_PHASE=uninstall E2E_NAMESPACE=$NS "$ROOT/$OUT/e2e.test" -ginkgo.label-filter='uninstall' $E2E_FLAGS)
+log "passed"

@@ -1,0 +1,113 @@
+// Package manager assembles koord-manager: a controller-runtime manager with
+// the SLO controllers the feature gates enable.
+package manager
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/component-base/featuregate"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	"github.com/koord-project/koord/pkg/features"
+	"github.com/koord-project/koord/pkg/slo/config"
+	"github.com/koord-project/koord/pkg/slo/index"
+	"github.com/koord-project/koord/pkg/slo/nodemetric"
+	"github.com/koord-project/koord/pkg/slo/noderesource"
+	"github.com/koord-project/koord/pkg/slo/nodeslo"
+)
+
+// Options are koord-manager's settings (its flags).
+type Options struct {
+	// Namespace holds the slo-controller-config ConfigMap and the leader lease.
+	Namespace      string
+	LeaderElect    bool
+	MetricsAddr    string
+	HealthAddr     string
+	Gates          featuregate.FeatureGate
+	LeaderElection string // lease name
+}
+
+// Scheme has every type koord-manager reads or writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, slov1alpha1.AddToScheme, schedulingv1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// New builds the manager and registers the enabled controllers.
+func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	// Our CRD types have no protobuf encoding: a caller's protobuf config
+	// (kube-apiserver's own loopback config does this) must not reach them.
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	if o.LeaderElection == "" {
+		o.LeaderElection = "koord-manager"
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              o.LeaderElection,
+		LeaderElectionNamespace:       o.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.HealthAddr,
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			// The only ConfigMap read is our own configuration.
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+			},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	store := &config.Store{
+		Reader:   mgr.GetClient(),
+		Key:      types.NamespacedName{Namespace: o.Namespace, Name: config.ConfigMapName},
+		Recorder: mgr.GetEventRecorderFor("koord-manager"),
+	}
+	if err := (&nodemetric.Reconciler{Client: mgr.GetClient(), Config: store}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if o.Gates == nil || o.Gates.Enabled(features.NodeSLOSync) {
+		if err := (&nodeslo.Reconciler{Client: mgr.GetClient(), Config: store}).SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
+	}
+	if o.Gates == nil || o.Gates.Enabled(features.BatchResource) {
+		if err := (&noderesource.Reconciler{Client: mgr.GetClient(), Config: store}).SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

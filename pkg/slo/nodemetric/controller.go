@@ -1,0 +1,81 @@
+// Package nodemetric keeps one NodeMetric per node with the collection policy
+// of the colocation config, which koordlet follows when it reports.
+package nodemetric
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	"github.com/koord-project/koord/pkg/slo/config"
+	"github.com/koord-project/koord/pkg/slo/index"
+)
+
+const Name = "nodemetric"
+
+type Reconciler struct {
+	Client client.Client
+	Config *config.Store
+}
+
+// Spec is the collection policy a colocation config asks of koordlet: the
+// windows are the ones LoadAwareScheduling reads (5, 10 and 30 minutes).
+func Spec(c config.Colocation) slov1alpha1.NodeMetricSpec {
+	agg, report := c.MetricAggregateDurationSeconds, c.MetricReportIntervalSeconds
+	return slov1alpha1.NodeMetricSpec{CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{
+		AggregateDurationSeconds: &agg,
+		ReportIntervalSeconds:    &report,
+		NodeAggregatePolicy: &slov1alpha1.AggregatePolicy{Durations: []metav1.Duration{
+			{Duration: 5 * time.Minute}, {Duration: 10 * time.Minute}, {Duration: 30 * time.Minute},
+		}},
+	}}
+}
+
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var node corev1.Node
+	if err := r.Client.Get(ctx, req.NamespacedName, &node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	want := Spec(r.Config.Get(ctx).Colocation)
+	var nm slov1alpha1.NodeMetric
+	err := r.Client.Get(ctx, req.NamespacedName, &nm)
+	if apierrors.IsNotFound(err) {
+		nm = slov1alpha1.NodeMetric{
+			ObjectMeta: metav1.ObjectMeta{Name: node.Name, OwnerReferences: []metav1.OwnerReference{index.OwnedBy(&node)}},
+			Spec:       want,
+		}
+		// koordlet may create it first (it reports before the manager runs); the next event brings us back.
+		return reconcile.Result{}, client.IgnoreAlreadyExists(r.Client.Create(ctx, &nm))
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if equality.Semantic.DeepEqual(nm.Spec, want) {
+		return reconcile.Result{}, nil
+	}
+	nm.Spec = want
+	return reconcile.Result{}, r.Client.Update(ctx, &nm)
+}
+
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: index.Never})).
+		// Only spec changes of NodeMetric matter here; koordlet's status updates do not.
+		Watches(&slov1alpha1.NodeMetric{}, handler.EnqueueRequestsFromMapFunc(index.SameName),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(index.AllNodes(mgr.GetClient())),
+			builder.WithPredicates(index.Is(r.Config.Key))).
+		Complete(r)
+}

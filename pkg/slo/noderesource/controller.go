@@ -1,0 +1,214 @@
+package noderesource
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/koord-project/koord/apis/extension"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	"github.com/koord-project/koord/pkg/slo/config"
+	"github.com/koord-project/koord/pkg/slo/index"
+)
+
+// Name is the controller's name in logs and metrics.
+const Name = "noderesource"
+
+// Reconciler keeps each Node's batch resources in line with Calculate.
+type Reconciler struct {
+	Client client.Client
+	Config *config.Store
+	// Now is the clock (tests move it).
+	Now func() time.Time
+
+	mu sync.Mutex
+	// lastWrite is when each node's batch resources were last written by this
+	// process; after a restart the first reconcile of a node compares only
+	// amounts, so a restart does not rewrite every node at once.
+	lastWrite map[string]time.Time
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := klog.FromContext(ctx)
+	var node corev1.Node
+	if err := r.Client.Get(ctx, req.NamespacedName, &node); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	cfg := r.Config.Get(ctx).Colocation
+	have := current(&node)
+	if !cfg.Enable {
+		if have == nil {
+			return reconcile.Result{}, nil
+		}
+		logger.Info("colocation disabled: removing batch resources", "node", node.Name)
+		return reconcile.Result{}, r.write(ctx, &node, nil)
+	}
+
+	var metric *slov1alpha1.NodeMetric
+	var nm slov1alpha1.NodeMetric
+	switch err := r.Client.Get(ctx, types.NamespacedName{Name: node.Name}, &nm); {
+	case err == nil:
+		metric = &nm
+	case !apierrors.IsNotFound(err):
+		return reconcile.Result{}, err
+	}
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{index.PodNodeName: node.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
+	}
+	now := r.now()
+	want := Calculate(&node, metric, pods, cfg, now)
+	// Come back when the metric would turn stale, so a silent koordlet
+	// degrades its node even though nothing else changes.
+	requeue := cfg.UpdateAfter()
+	if metric != nil && metric.Status.UpdateTime != nil {
+		if until := metric.Status.UpdateTime.Add(cfg.DegradeAfter()).Sub(now) + time.Second; until > 0 && until < requeue {
+			requeue = until
+		}
+	}
+	if !r.needsWrite(&node, have, want, cfg, now) {
+		return reconcile.Result{RequeueAfter: requeue}, nil
+	}
+	logger.V(2).Info("updating batch resources", "node", node.Name, "batchCPU", want.MilliCPU, "batchMemory", want.MemoryBytes, "reason", want.Reason)
+	return reconcile.Result{RequeueAfter: requeue}, r.write(ctx, &node, &want)
+}
+
+// current is what the node advertises now, nil when it has none.
+func current(node *corev1.Node) *Batch {
+	cpu, okC := node.Status.Allocatable[extension.BatchCPU]
+	mem, okM := node.Status.Allocatable[extension.BatchMemory]
+	if !okC && !okM {
+		return nil
+	}
+	return &Batch{MilliCPU: cpu.Value(), MemoryBytes: mem.Value()}
+}
+
+func (r *Reconciler) needsWrite(node *corev1.Node, have *Batch, want Batch, cfg config.Colocation, now time.Time) bool {
+	if have == nil {
+		return true
+	}
+	if *have == (Batch{MilliCPU: want.MilliCPU, MemoryBytes: want.MemoryBytes}) {
+		return false
+	}
+	// Degraded to nothing is always written: batch pods must stop landing there.
+	if want.MilliCPU == 0 && want.MemoryBytes == 0 {
+		return true
+	}
+	alloc := node.Status.Allocatable
+	if moved(have.MilliCPU, want.MilliCPU, alloc.Cpu().MilliValue(), cfg.ResourceDiffThreshold) ||
+		moved(have.MemoryBytes, want.MemoryBytes, alloc.Memory().Value(), cfg.ResourceDiffThreshold) {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last, ok := r.lastWrite[node.Name]
+	if !ok {
+		r.remember(node.Name, now)
+		return false
+	}
+	return now.Sub(last) >= cfg.UpdateAfter()
+}
+
+func moved(have, want, allocatable int64, threshold float64) bool {
+	return math.Abs(float64(want-have)) > threshold*float64(allocatable)
+}
+
+// write sets (or, with nil, removes) the batch resources on the Node's status.
+func (r *Reconciler) write(ctx context.Context, node *corev1.Node, b *Batch) error {
+	patch := client.MergeFrom(node.DeepCopy())
+	for _, l := range []corev1.ResourceList{node.Status.Capacity, node.Status.Allocatable} {
+		if l == nil {
+			continue
+		}
+		if b == nil {
+			delete(l, extension.BatchCPU)
+			delete(l, extension.BatchMemory)
+			continue
+		}
+		l[extension.BatchCPU] = *resource.NewQuantity(b.MilliCPU, resource.DecimalSI)
+		l[extension.BatchMemory] = *resource.NewQuantity(b.MemoryBytes, resource.BinarySI)
+	}
+	if err := r.Client.Status().Patch(ctx, node, patch); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b == nil {
+		delete(r.lastWrite, node.Name)
+	} else {
+		r.remember(node.Name, r.now())
+	}
+	batchWrites.Inc()
+	return nil
+}
+
+func (r *Reconciler) remember(node string, t time.Time) {
+	if r.lastWrite == nil {
+		r.lastWrite = map[string]time.Time{}
+	}
+	r.lastWrite[node] = t
+}
+
+func (r *Reconciler) forget(node string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.lastWrite, node)
+}
+
+// SetupWithManager watches Nodes (created, or allocatable changed: kubelet's
+// heartbeats are ignored), NodeMetrics and the ConfigMap.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+				return !equalResources(o.Status.Allocatable, n.Status.Allocatable)
+			},
+		})).
+		Watches(&slov1alpha1.NodeMetric{}, handler.EnqueueRequestsFromMapFunc(index.SameName)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(index.AllNodes(mgr.GetClient())),
+			builder.WithPredicates(index.Is(r.Config.Key))).
+		Complete(r)
+}
+
+func equalResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v.Cmp(w) != 0 {
+			return false
+		}
+	}
+	return true
+}
