@@ -17,7 +17,7 @@ IMAGES := $(CURDIR)/_output/images
 IMAGE_TAG ?= $(VERSION)
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit race fuzz integration generate generate-bpf images helm chart-test cluster-up cluster-down e2e verify demo clean
+.PHONY: all build test unit race fuzz integration generate generate-bpf images helm chart-test cluster-up cluster-down e2e e2e-kind verify demo clean
 
 all: build
 
@@ -25,8 +25,8 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-## test: everything CI runs: unit tests, the race detector, fuzzing of every parser, the Helm chart's tests, integration tests
-test: unit race fuzz chart-test integration
+## test: everything CI runs: unit tests, the race detector, fuzzing of every parser, the Helm chart's tests, integration tests, e2e on a local cluster (root)
+test: unit race fuzz chart-test integration e2e
 
 ## unit: fast tests with no control plane
 unit:
@@ -90,6 +90,10 @@ cluster-down:
 ## e2e: cluster-up, import the images, helm install, run test/e2e, helm uninstall, cluster-down (teardown also on failure)
 e2e: images helm
 	HELM=$(HELM) IMAGE_TAG=$(IMAGE_TAG) ./hack/e2e.sh
+
+## e2e-kind: the same suite on a kind cluster (needs Docker; not run in CI here)
+e2e-kind: images helm
+	HELM=$(HELM) IMAGE_TAG=$(IMAGE_TAG) ./hack/e2e-kind.sh
 
 ## verify: fail on stale generated code, unformatted files, vet findings or an untidy go.mod
 verify:

@@ -46,7 +46,7 @@ log "helm install $RELEASE (tag $IMAGE_TAG)"
 	--set koordlet.kubeletRootDir="$ROOT/$OUT/cluster/state/kubelet"
 log "running the suite"
 (cd test/e2e && E2E_NAMESPACE=$NS E2E_IMAGE_TAG=$IMAGE_TAG "$ROOT/$OUT/e2e.test" \
-	-ginkgo.label-filter='!uninstall' -ginkgo.timeout=30m $E2E_FLAGS)
+	-ginkgo.label-filter='!uninstall' -ginkgo.timeout=30m -ginkgo.v $E2E_FLAGS)
 log "helm uninstall $RELEASE"
 "$HELM" uninstall "$RELEASE" --namespace "$NS" --wait --timeout 5m
 (cd test/e2e && E2E_PHASE=uninstall E2E_NAMESPACE=$NS "$ROOT/$OUT/e2e.test" -ginkgo.label-filter='uninstall' $E2E_FLAGS)

@@ -339,7 +339,12 @@ EOF
 import() {
 	export PATH=$BIN:$PATH
 	for t in "$@"; do
-		"$BIN/ctr" --address "$S/containerd/containerd.sock" -n k8s.io images import "$t" >/dev/null
+		local out
+		# ctr warns on every call that cgroup v1 is deprecated; show its output only when it fails.
+		if ! out=$("$BIN/ctr" --address "$S/containerd/containerd.sock" -n k8s.io images import "$t" 2>&1); then
+			printf '%s\n' "$out" >&2
+			die "importing $t failed"
+		fi
 		log "imported $(basename "$t")"
 	done
 }

@@ -251,6 +251,11 @@ var _ = Describe("CPU pinning", Label("cpuset"), func() {
 		By("the LS container is kept off it")
 		Eventually(func() (string, error) { return allowedCPUs(ctx, "ls") }).WithContext(ctx).WithTimeout(time.Minute).
 			Should(Equal(all.Difference(bound).String()))
+		if path := containerCgroup(getPod(ctx, "ls")); path != "" {
+			By("and so is the LS pod's cgroup (its sandbox container too, or cgroup v1 refuses to narrow it)")
+			Eventually(func() (string, error) { return readTrim(filepath.Join(filepath.Dir(path), "cpuset.cpus")) }).WithContext(ctx).
+				WithTimeout(30 * time.Second).Should(Equal(all.Difference(bound).String()))
+		}
 		By("deleting the LSR pod gives the CPU back")
 		deletePod(ctx, "lsr")
 		Eventually(func() (string, error) { return allowedCPUs(ctx, "ls") }).WithContext(ctx).WithTimeout(time.Minute).Should(Equal(all.String()))

@@ -156,6 +156,22 @@ func (l Layout) MemoryWorkingSet(dir string) (uint64, error) {
 	return usage - inactive, nil
 }
 
+// Children lists the child cgroups of dir in the cpuset hierarchy: a pod's
+// containers and its sandbox (pause) container, which no pod status lists.
+func (l Layout) Children(dir string) ([]string, error) {
+	entries, err := os.ReadDir(l.Path("cpuset", dir, ""))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out, nil
+}
+
 // CPUSet reads a cgroup's cpuset.cpus (v2: cpuset.cpus, which may be empty
 // meaning "the parent's").
 func (l Layout) CPUSet(dir string) (cpuset.CPUSet, error) {

@@ -81,10 +81,10 @@ func PlanCPUSets(pods []*corev1.Pod, bound map[types.UID]cpuset.CPUSet, malforme
 // nothing was written, try again later.
 var ErrCgroupMissing = errors.New("cgroup not found")
 
-// ApplyCPUSet makes a pod's cgroup and its containers' run on cpus, writing
-// only files that differ. In cgroup v1 a child's CPUs must lie within its
-// parent's, so the pod cgroup is first widened to old ∪ new, then the
-// containers set, then the pod narrowed. It returns how many files it wrote.
+// ApplyCPUSet makes a pod's cgroup and all its child cgroups (containers and
+// sandbox) run on cpus, writing only files that differ. In cgroup v1 a
+// child's CPUs must lie within its parent's, so the pod cgroup is first
+// widened to old ∪ new, then the children set, then the pod narrowed. It returns how many files it wrote.
 func ApplyCPUSet(l cgroup.Layout, pod *corev1.Pod, cpus cpuset.CPUSet) (int, error) {
 	podDir := l.PodDir(v1qos.GetPodQOS(pod), pod.UID)
 	old, err := l.CPUSet(podDir)
@@ -94,16 +94,12 @@ func ApplyCPUSet(l cgroup.Layout, pod *corev1.Pod, cpus cpuset.CPUSet) (int, err
 	if err != nil {
 		return 0, err
 	}
-	var dirs []string
-	for _, c := range pod.Status.ContainerStatuses {
-		if c.ContainerID == "" {
-			continue
-		}
-		dir, err := l.ContainerDir(podDir, c.ContainerID)
-		if err != nil {
-			return 0, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
-		}
-		dirs = append(dirs, dir)
+	// Every child cgroup, not only the containers the pod's status lists: the
+	// sandbox (pause) container is a child too, and cgroup v1 refuses to
+	// narrow a parent below any child's CPUs (EBUSY).
+	dirs, err := l.Children(podDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	writes := 0
 	count := func(wrote bool, err error) error {

@@ -68,7 +68,8 @@ func TestApplyCPUSetFixture(t *testing.T) {
 	root := t.TempDir()
 	p := pod("web", "LSR", true, "")
 	l := cgroup.Layout{Root: root, Version: cgroup.V1, Driver: cgroup.Cgroupfs}
-	for _, d := range []string{"kubepods/poduid-web", "kubepods/poduid-web/web-c"} {
+	// sandbox-id is the pause container: in no pod status, but a child cgroup all the same.
+	for _, d := range []string{"kubepods/poduid-web", "kubepods/poduid-web/web-c", "kubepods/poduid-web/sandbox-id"} {
 		if err := os.MkdirAll(filepath.Join(root, "cpuset", d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -77,8 +78,11 @@ func TestApplyCPUSetFixture(t *testing.T) {
 		}
 	}
 	n, err := ApplyCPUSet(l, p, cpuset.New(2, 3))
-	if err != nil || n != 2 {
-		t.Fatalf("first apply: %d writes, %v; want 2 (container, then pod)", n, err)
+	if err != nil || n != 3 {
+		t.Fatalf("first apply: %d writes, %v; want 3 (container, sandbox, then pod)", n, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "cpuset/kubepods/poduid-web/sandbox-id/cpuset.cpus")); strings.TrimSpace(string(b)) != "2-3" {
+		t.Errorf("sandbox cgroup left at %q: cgroup v1 then refuses to narrow the pod", b)
 	}
 	if n, err := ApplyCPUSet(l, p, cpuset.New(2, 3)); err != nil || n != 0 {
 		t.Errorf("second apply: %d writes, %v; want none", n, err)
