@@ -1,0 +1,161 @@
+package reservation
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+)
+
+func res(cpu, mem string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+}
+
+func reservation(name string, owners ...schedulingv1alpha1.ReservationOwner) *schedulingv1alpha1.Reservation {
+	return &schedulingv1alpha1.Reservation{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"pool": "web"}},
+		Spec: schedulingv1alpha1.ReservationSpec{
+			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: res("4", "8Gi")}}}}},
+			Owners:   owners,
+		},
+		Status: schedulingv1alpha1.ReservationStatus{Phase: schedulingv1alpha1.ReservationAvailable, NodeName: "n1", Allocatable: res("4", "8Gi")},
+	}
+}
+
+func testPod(ns, name string, lbls map[string]string, controller *metav1.OwnerReference) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("pod-" + name), Labels: lbls}}
+	if controller != nil {
+		p.OwnerReferences = []metav1.OwnerReference{*controller}
+	}
+	p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: res("1", "2Gi")}}}
+	return p
+}
+
+func TestIsOwner(t *testing.T) {
+	yes := true
+	rs := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9", UID: "rs-uid", Controller: &yes}
+	web := testPod("prod", "web-1", map[string]string{"app": "web", "tier": "front"}, &rs)
+	for _, tc := range []struct {
+		name  string
+		owner schedulingv1alpha1.ReservationOwner
+		want  bool
+	}{
+		{"object by namespace/name", schedulingv1alpha1.ReservationOwner{Object: &corev1.ObjectReference{Namespace: "prod", Name: "web-1"}}, true},
+		{"object in another namespace", schedulingv1alpha1.ReservationOwner{Object: &corev1.ObjectReference{Namespace: "dev", Name: "web-1"}}, false},
+		{"object with the wrong UID", schedulingv1alpha1.ReservationOwner{Object: &corev1.ObjectReference{Namespace: "prod", Name: "web-1", UID: "other"}}, false},
+		{"controller by UID", schedulingv1alpha1.ReservationOwner{Controller: &schedulingv1alpha1.ReservationControllerReference{OwnerReference: metav1.OwnerReference{UID: "rs-uid"}}}, true},
+		{"controller by kind and name", schedulingv1alpha1.ReservationOwner{Controller: &schedulingv1alpha1.ReservationControllerReference{
+			OwnerReference: metav1.OwnerReference{Kind: "ReplicaSet", Name: "web-7d9"}, Namespace: "prod"}}, true},
+		{"controller of another kind", schedulingv1alpha1.ReservationOwner{Controller: &schedulingv1alpha1.ReservationControllerReference{
+			OwnerReference: metav1.OwnerReference{Kind: "StatefulSet", Name: "web-7d9"}}}, false},
+		{"controller in another namespace", schedulingv1alpha1.ReservationOwner{Controller: &schedulingv1alpha1.ReservationControllerReference{
+			OwnerReference: metav1.OwnerReference{UID: "rs-uid"}, Namespace: "dev"}}, false},
+		{"label selector", schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}, true},
+		{"label selector expression", schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"back"}}}}}, false},
+		// Fields of one entry are ANDed.
+		{"object and a selector that matches", schedulingv1alpha1.ReservationOwner{Object: &corev1.ObjectReference{Namespace: "prod", Name: "web-1"},
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "front"}}}, true},
+		{"object and a selector that does not", schedulingv1alpha1.ReservationOwner{Object: &corev1.ObjectReference{Namespace: "prod", Name: "web-1"},
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "back"}}}, false},
+		{"an empty entry matches nobody", schedulingv1alpha1.ReservationOwner{}, false},
+	} {
+		if got := IsOwner(reservation("r", tc.owner), web); got != tc.want {
+			t.Errorf("%s: IsOwner = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// Entries are alternatives.
+	r := reservation("r",
+		schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+		schedulingv1alpha1.ReservationOwner{Object: &corev1.ObjectReference{Namespace: "prod", Name: "web-1"}})
+	if !IsOwner(r, web) {
+		t.Error("the second owner entry matches; the reservation is the pod's")
+	}
+	if IsOwner(r, testPod("prod", "orphan", nil, nil)) {
+		t.Error("a pod without a controller must not match by a controller entry or an unrelated entry")
+	}
+}
+
+func TestUsable(t *testing.T) {
+	owner := schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+	web := testPod("prod", "web-1", map[string]string{"app": "web"}, nil)
+	check := func(name string, r *schedulingv1alpha1.Reservation, pod *corev1.Pod, a *extension.ReservationAffinity, wantOK bool, wantWhy string) {
+		t.Helper()
+		ok, why := Usable(r, pod, a)
+		if ok != wantOK || !strings.Contains(why, wantWhy) {
+			t.Errorf("%s: Usable = %v %q, want %v %q", name, ok, why, wantOK, wantWhy)
+		}
+	}
+	check("available, owner", reservation("r1", owner), web, nil, true, "")
+	pending := reservation("r1", owner)
+	pending.Status = schedulingv1alpha1.ReservationStatus{}
+	check("pending", pending, web, nil, false, "reservation r1 is Pending")
+	unsched := reservation("r1", owner)
+	unsched.Spec.Unschedulable = true
+	check("unschedulable", unsched, web, nil, false, "is unschedulable")
+	ignored := testPod("prod", "web-2", map[string]string{"app": "web", extension.LabelReservationIgnored: "true"}, nil)
+	check("ignored", reservation("r1", owner), ignored, nil, false, "reservation-ignored=true")
+	check("not an owner", reservation("r1", owner), testPod("prod", "db", map[string]string{"app": "db"}, nil), nil, false, "not an owner")
+
+	tainted := reservation("r1", owner)
+	tainted.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}
+	check("untolerated taint", tainted, web, nil, false, "taint dedicated=web:NoSchedule")
+	tolerating := web.DeepCopy()
+	tolerating.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "web", Effect: corev1.TaintEffectNoSchedule}}
+	check("taint tolerated by the pod", tainted, tolerating, nil, true, "")
+	check("taint tolerated by the affinity", tainted, web, &extension.ReservationAffinity{Tolerations: tolerating.Spec.Tolerations}, true, "")
+
+	check("affinity by name", reservation("r1", owner), web, &extension.ReservationAffinity{Name: "r1"}, true, "")
+	check("affinity by another name", reservation("r1", owner), web, &extension.ReservationAffinity{Name: "r2"}, false, "names r2, not r1")
+	check("affinity selector", reservation("r1", owner), web, &extension.ReservationAffinity{ReservationSelector: map[string]string{"pool": "web"}}, true, "")
+	check("affinity selector mismatch", reservation("r1", owner), web, &extension.ReservationAffinity{ReservationSelector: map[string]string{"pool": "db"}}, false, "reservationSelector")
+	req := &extension.ReservationAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &extension.ReservationAffinitySelector{
+		ReservationSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"db", "batch"}}}}}}}
+	check("required terms mismatch", reservation("r1", owner), web, req, false, "requiredDuringScheduling")
+	if !RequiresReservation(req) || RequiresReservation(&extension.ReservationAffinity{Tolerations: tolerating.Spec.Tolerations}) || RequiresReservation(nil) {
+		t.Error("only an affinity that names or selects reservations makes one mandatory")
+	}
+}
+
+func TestDerive(t *testing.T) {
+	r := reservation("r1")
+	alloc := func(name, uid string) map[string]string {
+		v, _ := (&extension.ReservationAllocated{Name: name, UID: types.UID(uid)}).Marshal()
+		return map[string]string{extension.AnnotationReservationAllocated: v}
+	}
+	a := testPod("prod", "a", nil, nil)
+	a.Annotations = alloc("r1", "uid-r1")
+	b := testPod("prod", "b", nil, nil)
+	b.Annotations = alloc("r1", "")
+	stale := testPod("prod", "stale", nil, nil)
+	stale.Annotations = alloc("r1", "uid-of-a-deleted-r1") // a reservation of the same name, since re-created
+	done := testPod("prod", "done", nil, nil)
+	done.Annotations = alloc("r1", "uid-r1")
+	done.Status.Phase = corev1.PodSucceeded
+	bad := testPod("prod", "bad", nil, nil)
+	bad.Annotations = map[string]string{extension.AnnotationReservationAllocated: "{"}
+	other := testPod("prod", "other", nil, nil)
+	other.Annotations = alloc("r2", "uid-r2")
+
+	owners, allocated := Derive(r, []*corev1.Pod{b, stale, a, done, bad, other})
+	if len(owners) != 2 || owners[0].Name != "a" || owners[1].Name != "b" {
+		t.Errorf("currentOwners %v, want a and b", owners)
+	}
+	if cpu := allocated[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("2")) != 0 {
+		t.Errorf("allocated cpu %s, want 2", cpu.String())
+	}
+	left := Remaining(r.Status.Allocatable, allocated)
+	if cpu, mem := left[corev1.ResourceCPU], left[corev1.ResourceMemory]; cpu.Cmp(resource.MustParse("2")) != 0 || mem.Cmp(resource.MustParse("4Gi")) != 0 {
+		t.Errorf("remaining %v, want 2 CPUs and 4Gi", left)
+	}
+	over := Remaining(r.Status.Allocatable, res("6", "1Gi"))
+	if cpu := over[corev1.ResourceCPU]; cpu.Sign() != 0 {
+		t.Errorf("over-allocated remaining cpu %s, want 0", cpu.String())
+	}
+}
