@@ -181,8 +181,15 @@ func TestValues(t *testing.T) {
 			t.Errorf("%s args %s lack %s", o.GetName(), args, want)
 		}
 	}
-	if hn, _, _ := unstructured.NestedBool(named(t, objs, "Deployment", "koord-manager").Object, "spec", "template", "spec", "hostNetwork"); !hn {
-		t.Error("manager.hostNetwork=true not applied")
+	for _, name := range []string{"koord-manager", "koord-scheduler"} {
+		d := named(t, objs, "Deployment", name)
+		if hn, _, _ := unstructured.NestedBool(d.Object, "spec", "template", "spec", "hostNetwork"); !hn {
+			t.Errorf("%s: hostNetwork=true not applied", name)
+		}
+		// Two replicas on one node's network would collide on their ports.
+		if _, found, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"); !found {
+			t.Errorf("%s on the host network without anti-affinity between its replicas", name)
+		}
 	}
 	if args := strings.Join(toStrings(containers(t, named(t, objs, "Job", "koord-cleanup"))[0]["args"]), " "); !strings.Contains(args, "--koordlet-daemonset=custom/koordlet") {
 		t.Errorf("cleanup hook args %s do not name the release's koordlet", args)
