@@ -1,0 +1,245 @@
+// Package reservation will hold koord-scheduler's Reservation plugin (issue
+// 7). For now it has the plugin's state: what every Available reservation
+// holds and who consumes it, safe for the scheduling cycle, the binding
+// goroutines and the informer handlers to use at once.
+package reservation
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	"github.com/koord-project/koord/pkg/reservation"
+)
+
+// Cache is every Available reservation by node, with what its owners use.
+// Consumption comes from two places: pods the API server shows with a
+// reservation-allocated annotation (the truth, so a restarted scheduler
+// rebuilds it) and pods this scheduler assumed in Reserve and has not seen
+// bound yet.
+type Cache struct {
+	mu     sync.RWMutex
+	byUID  map[types.UID]*entry
+	byNode map[string]map[types.UID]*entry
+	// podRes maps a consuming pod to the reservation it consumes, so a pod
+	// event can be handled without knowing the reservation.
+	podRes map[types.UID]types.UID
+	// waiting holds live pods whose annotation names a reservation not
+	// cached (yet): informers deliver pods and reservations in any order.
+	waiting map[types.UID]*corev1.Pod
+}
+
+type entry struct {
+	r           *schedulingv1alpha1.Reservation
+	allocatable corev1.ResourceList
+	// uses is each consuming pod's allocation; assumed marks the ones only
+	// this scheduler knows about.
+	uses    map[types.UID]corev1.ResourceList
+	assumed map[types.UID]bool
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache {
+	return &Cache{byUID: map[types.UID]*entry{}, byNode: map[string]map[types.UID]*entry{}, podRes: map[types.UID]types.UID{}, waiting: map[types.UID]*corev1.Pod{}}
+}
+
+// View is a reservation with what is left of it, as of one call.
+type View struct {
+	Reservation *schedulingv1alpha1.Reservation
+	Allocatable corev1.ResourceList
+	Allocated   corev1.ResourceList
+	Remaining   corev1.ResourceList
+	Owners      int
+}
+
+// SetReservation adds or updates a reservation. One that is not Available
+// (pending, succeeded, failed, or without a node) holds nothing and is
+// dropped, and so are the uses recorded against it.
+func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.byUID[r.UID]
+	if !reservation.IsAvailable(r) {
+		c.dropLocked(r.UID)
+		return
+	}
+	if old != nil && old.r.Status.NodeName != r.Status.NodeName {
+		delete(c.byNode[old.r.Status.NodeName], r.UID)
+	}
+	e := old
+	if e == nil {
+		e = &entry{uses: map[types.UID]corev1.ResourceList{}, assumed: map[types.UID]bool{}}
+		c.byUID[r.UID] = e
+	}
+	e.r = r
+	e.allocatable = r.Status.Allocatable
+	if len(e.allocatable) == 0 {
+		e.allocatable = reservation.Requests(r)
+	}
+	node := r.Status.NodeName
+	if c.byNode[node] == nil {
+		c.byNode[node] = map[types.UID]*entry{}
+	}
+	c.byNode[node][r.UID] = e
+	for uid, pod := range c.waiting {
+		if reservation.Consumes(pod, r) {
+			e.uses[uid] = reservation.Allocation(r, pod)
+			c.podRes[uid] = r.UID
+			delete(c.waiting, uid)
+		}
+	}
+}
+
+// DeleteReservation forgets a reservation.
+func (c *Cache) DeleteReservation(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropLocked(uid)
+}
+
+func (c *Cache) dropLocked(uid types.UID) {
+	e := c.byUID[uid]
+	if e == nil {
+		return
+	}
+	for pod := range e.uses {
+		delete(c.podRes, pod)
+	}
+	delete(c.byUID, uid)
+	if m := c.byNode[e.r.Status.NodeName]; m != nil {
+		delete(m, uid)
+		if len(m) == 0 {
+			delete(c.byNode, e.r.Status.NodeName)
+		}
+	}
+}
+
+// ObservePod records what the API server says about a pod: a live pod whose
+// reservation-allocated annotation names a cached reservation consumes it
+// (replacing this scheduler's assumption); a pod that finished consumes
+// nothing. A view without the annotation leaves an assumption alone: the
+// informer can show a pod after Reserve and before PreBind writes it.
+func (c *Cache) ObservePod(pod *corev1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var target *entry
+	if a, err := extension.GetReservationAllocated(pod.Annotations); err == nil && a != nil {
+		for _, e := range c.byUID {
+			if reservation.Consumes(pod, e.r) {
+				target = e
+				break
+			}
+		}
+	}
+	finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	delete(c.waiting, pod.UID)
+	if target == nil {
+		if finished || !c.assumedLocked(pod.UID) {
+			c.releaseLocked(pod.UID)
+		}
+		if a, err := extension.GetReservationAllocated(pod.Annotations); !finished && err == nil && a != nil {
+			c.waiting[pod.UID] = pod
+		}
+		return
+	}
+	c.releaseLocked(pod.UID)
+	target.uses[pod.UID] = reservation.Allocation(target.r, pod)
+	c.podRes[pod.UID] = target.r.UID
+}
+
+func (c *Cache) assumedLocked(pod types.UID) bool {
+	r, ok := c.podRes[pod]
+	if !ok {
+		return false
+	}
+	e := c.byUID[r]
+	return e != nil && e.assumed[pod]
+}
+
+// ForgetPod returns a deleted pod's share.
+func (c *Cache) ForgetPod(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.releaseLocked(uid)
+}
+
+func (c *Cache) releaseLocked(pod types.UID) {
+	delete(c.waiting, pod)
+	if r, ok := c.podRes[pod]; ok {
+		if e := c.byUID[r]; e != nil {
+			delete(e.uses, pod)
+			delete(e.assumed, pod)
+		}
+		delete(c.podRes, pod)
+	}
+}
+
+// Assume makes pod a consumer of reservation uid if what is left of it
+// covers the pod's allocation; the check and the record are one step, so
+// two pods reserved at once can never over-use a reservation.
+func (c *Cache) Assume(uid types.UID, pod *corev1.Pod) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.byUID[uid]
+	if e == nil {
+		return fmt.Errorf("reservation %s is no longer available", uid)
+	}
+	want := reservation.Allocation(e.r, pod)
+	left := reservation.Remaining(e.allocatable, e.allocatedLocked(pod.UID))
+	for name, q := range want {
+		if l := left[name]; q.Cmp(l) > 0 {
+			return fmt.Errorf("reservation %s has %s %s left, the pod needs %s", e.r.Name, l.String(), name, q.String())
+		}
+	}
+	c.releaseLocked(pod.UID)
+	e.uses[pod.UID] = want
+	e.assumed[pod.UID] = true
+	c.podRes[pod.UID] = uid
+	return nil
+}
+
+// Unassume undoes Assume (Unreserve: the pod did not bind).
+func (c *Cache) Unassume(pod types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.podRes[pod]; ok {
+		if e := c.byUID[r]; e != nil && e.assumed[pod] {
+			c.releaseLocked(pod)
+		}
+	}
+}
+
+// allocatedLocked sums the uses of e, except by the pod skip.
+func (e *entry) allocatedLocked(skip types.UID) corev1.ResourceList {
+	sum := corev1.ResourceList{}
+	for pod, use := range e.uses {
+		if pod == skip {
+			continue
+		}
+		for name, q := range use {
+			s := sum[name]
+			s.Add(q)
+			sum[name] = s
+		}
+	}
+	return sum
+}
+
+// OnNode lists the node's reservations, by name.
+func (c *Cache) OnNode(node string) []View {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]View, 0, len(c.byNode[node]))
+	for _, e := range c.byNode[node] {
+		alloc := e.allocatedLocked("")
+		out = append(out, View{Reservation: e.r, Allocatable: e.allocatable, Allocated: alloc,
+			Remaining: reservation.Remaining(e.allocatable, alloc), Owners: len(e.uses)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Reservation.Name < out[j].Reservation.Name })
+	return out
+}

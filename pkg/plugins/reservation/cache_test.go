@@ -1,0 +1,147 @@
+package reservation
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+)
+
+func cpu(v string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
+}
+
+func available(name, node, cpus string) *schedulingv1alpha1.Reservation {
+	return &schedulingv1alpha1.Reservation{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
+		Spec: schedulingv1alpha1.ReservationSpec{
+			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu(cpus)}}}}},
+		},
+		Status: schedulingv1alpha1.ReservationStatus{Phase: schedulingv1alpha1.ReservationAvailable, NodeName: node, Allocatable: cpu(cpus)},
+	}
+}
+
+func owner(name, cpus, reservation string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: name, UID: types.UID("pod-" + name)},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu(cpus)}}}}}
+	if reservation != "" {
+		v, _ := (&extension.ReservationAllocated{Name: reservation, UID: types.UID("uid-" + reservation)}).Marshal()
+		p.Annotations = map[string]string{extension.AnnotationReservationAllocated: v}
+	}
+	return p
+}
+
+func allocatedCPU(t *testing.T, c *Cache, node string) string {
+	t.Helper()
+	vs := c.OnNode(node)
+	if len(vs) != 1 {
+		t.Fatalf("node %s has %d reservations, want 1", node, len(vs))
+	}
+	q := vs[0].Allocated[corev1.ResourceCPU]
+	return q.String()
+}
+
+func TestAssumeAccounting(t *testing.T) {
+	c := NewCache()
+	r := available("r1", "n1", "4")
+	c.SetReservation(r)
+	if err := c.Assume(r.UID, owner("a", "3", "")); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Assume(r.UID, owner("b", "2", ""))
+	if err == nil || !strings.Contains(err.Error(), "reservation r1 has 1 cpu left, the pod needs 2") {
+		t.Errorf("over-use: %v", err)
+	}
+	// A bind failure gives the share back.
+	c.Unassume("pod-a")
+	if got := allocatedCPU(t, c, "n1"); got != "0" {
+		t.Errorf("after Unassume allocated %s, want 0", got)
+	}
+	if err := c.Assume(r.UID, owner("b", "2", "")); err != nil {
+		t.Errorf("the returned share must be usable: %v", err)
+	}
+	// The informer shows b before PreBind annotated it: still assumed.
+	c.ObservePod(owner("b", "2", ""))
+	if got := allocatedCPU(t, c, "n1"); got != "2" {
+		t.Errorf("an assumed pod seen without its annotation lost its share: allocated %s", got)
+	}
+	// Then bound, annotated: observed, no longer only assumed; Unassume no longer applies.
+	c.ObservePod(owner("b", "2", "r1"))
+	c.Unassume("pod-b")
+	if got := allocatedCPU(t, c, "n1"); got != "2" {
+		t.Errorf("Unassume of a bound pod released its share: allocated %s", got)
+	}
+	// The pod finishes, or is deleted: its share returns.
+	done := owner("b", "2", "r1")
+	done.Status.Phase = corev1.PodSucceeded
+	c.ObservePod(done)
+	if got := allocatedCPU(t, c, "n1"); got != "0" {
+		t.Errorf("a finished pod still holds %s", got)
+	}
+	c.ObservePod(owner("d", "1", "r1"))
+	c.ForgetPod("pod-d")
+	if got := allocatedCPU(t, c, "n1"); got != "0" {
+		t.Errorf("a deleted pod still holds %s", got)
+	}
+	// Consumed (allocateOnce) or failed reservations hold nothing.
+	used := r.DeepCopy()
+	used.Status.Phase = schedulingv1alpha1.ReservationSucceeded
+	c.SetReservation(used)
+	if vs := c.OnNode("n1"); len(vs) != 0 {
+		t.Errorf("a Succeeded reservation still listed: %v", vs)
+	}
+	if err := c.Assume(r.UID, owner("e", "1", "")); err == nil {
+		t.Error("assumed into a reservation that is gone")
+	}
+}
+
+// A restarted scheduler sees pods and reservations in any order.
+func TestRebuildInAnyOrder(t *testing.T) {
+	c := NewCache()
+	c.ObservePod(owner("a", "1", "r1"))
+	c.ObservePod(owner("b", "2", "r1"))
+	c.ObservePod(owner("x", "1", "")) // no reservation at all
+	c.SetReservation(available("r1", "n1", "4"))
+	if got := allocatedCPU(t, c, "n1"); got != "3" {
+		t.Errorf("rebuilt allocated %s, want 3", got)
+	}
+	if err := c.Assume("uid-r1", owner("c", "2", "")); err == nil {
+		t.Error("the rebuilt reservation has 1 CPU left but took 2")
+	}
+	// Moving node (a re-scheduled reservation) keeps one entry.
+	moved := available("r1", "n2", "4")
+	c.SetReservation(moved)
+	if len(c.OnNode("n1")) != 0 || len(c.OnNode("n2")) != 1 {
+		t.Errorf("after the move: n1 %v, n2 %v", c.OnNode("n1"), c.OnNode("n2"))
+	}
+}
+
+func TestConcurrentAssumeNeverOverUses(t *testing.T) {
+	c := NewCache()
+	c.SetReservation(available("r1", "n1", "8"))
+	var ok atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if c.Assume("uid-r1", owner(fmt.Sprintf("p%d", i), "1", "")) == nil {
+				ok.Add(1)
+			}
+			_ = c.OnNode("n1")
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 8 {
+		t.Errorf("%d pods of 1 CPU assumed into an 8-CPU reservation", ok.Load())
+	}
+}
