@@ -42,6 +42,23 @@ var _ = Describe("install", Label("install"), func() {
 	})
 })
 
+var _ = Describe("koord-manager", Label("manager"), func() {
+	It("keeps a NodeSLO and publishes batch resources for the real node from its measured slack", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			_, err := koord.SloV1alpha1().NodeSLOs().Get(ctx, realNode, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred(), "NodeSLO %s", realNode)
+			node, err := kube.CoreV1().Nodes().Get(ctx, realNode, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			batch, ok := node.Status.Allocatable[extension.BatchCPU]
+			g.Expect(ok).To(BeTrue(), "node %s has no %s", realNode, extension.BatchCPU)
+			// Never more than the reclaimable share of the node's CPU.
+			g.Expect(batch.Value()).To(BeNumerically("<=", node.Status.Allocatable.Cpu().MilliValue()))
+			_, ok = node.Status.Allocatable[extension.BatchMemory]
+			g.Expect(ok).To(BeTrue(), "node %s has no %s", realNode, extension.BatchMemory)
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	})
+})
+
 var _ = Describe("topology", Label("topology"), func() {
 	It("publishes the node's numa-info ConfigMap as its /sys describes it, and re-creates it when deleted", func(ctx SpecContext) {
 		name := extension.NUMAInfoConfigMapName(realNode)
