@@ -145,3 +145,16 @@ func phaseOf(r *schedulingv1alpha1.Reservation) string {
 	}
 	return string(r.Status.Phase)
 }
+
+// PlaceholderAnnotation marks the pod koord-manager creates to have a
+// Pending reservation scheduled: its value is the reservation's name, and the
+// pod is owned by the reservation. koord-scheduler places it like any pod
+// built from the reservation's template, then, instead of binding it, makes
+// the reservation Available on the chosen node and deletes it; it never
+// reaches a kubelet.
+const PlaceholderAnnotation = "scheduling.koordinator.sh/reservation-placeholder"
+
+// PlaceholderOf is the reservation a pod stands in for, "" for ordinary pods.
+func PlaceholderOf(pod *corev1.Pod) string {
+	return pod.Annotations[PlaceholderAnnotation]
+}

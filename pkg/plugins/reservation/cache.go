@@ -1,7 +1,8 @@
-// Package reservation will hold koord-scheduler's Reservation plugin (issue
-// 7). For now it has the plugin's state: what every Available reservation
-// holds and who consumes it, safe for the scheduling cycle, the binding
-// goroutines and the informer handlers to use at once.
+// Package reservation is koord-scheduler's Reservation plugin (issue 7, in
+// progress: not yet registered, because koord-manager does not yet create the
+// placeholder pods that get reservations scheduled). The cache is its state:
+// what every Available reservation holds and who consumes it, safe for the
+// scheduling cycle, the binding goroutines and the informer handlers at once.
 package reservation
 
 import (

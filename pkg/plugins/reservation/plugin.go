@@ -1,0 +1,337 @@
+package reservation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
+	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
+	"github.com/koord-project/koord/pkg/plugins/koordclient"
+	"github.com/koord-project/koord/pkg/reservation"
+)
+
+// Name is the plugin's name in profiles.
+const Name = "Reservation"
+
+const stateKey fwk.StateKey = Name
+
+var (
+	_ fwk.PreFilterPlugin = &Plugin{}
+	_ fwk.FilterPlugin    = &Plugin{}
+	_ fwk.ScorePlugin     = &Plugin{}
+	_ fwk.ReservePlugin   = &Plugin{}
+	_ fwk.PreBindPlugin   = &Plugin{}
+	_ fwk.BindPlugin      = &Plugin{}
+)
+
+// Plugin holds Available reservations' resources for their owners, lets
+// owners consume them, and turns placeholder pods into Available
+// reservations (see reservation.PlaceholderAnnotation).
+type Plugin struct {
+	handle fwk.Handle
+	koord  koordclientset.Interface
+	cache  *Cache
+
+	synced []cache.InformerSynced
+	ready  atomic.Bool
+}
+
+func (p *Plugin) Name() string { return Name }
+
+// New starts the reservation informer and feeds the cache from it and from
+// the scheduler's pod informer.
+func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	client, err := koordclient.New(h.KubeConfig())
+	if err != nil {
+		return nil, err
+	}
+	p := &Plugin{handle: h, koord: client, cache: NewCache()}
+	factory := koordinformers.NewSharedInformerFactory(client, 0)
+	rInformer := factory.Scheduling().V1alpha1().Reservations().Informer()
+	rReg, err := rInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.onReservation(obj) },
+		UpdateFunc: func(_, obj any) { p.onReservation(obj) },
+		DeleteFunc: p.onReservationDelete,
+	})
+	if err != nil {
+		return nil, err
+	}
+	podReg, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    p.onPod,
+		UpdateFunc: func(_, obj any) { p.onPod(obj) },
+		DeleteFunc: p.onPodDelete,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.synced = []cache.InformerSynced{rReg.HasSynced, podReg.HasSynced}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), rInformer.HasSynced) {
+		return nil, fmt.Errorf("%s: Reservation informer did not sync", Name)
+	}
+	return p, nil
+}
+
+func (p *Plugin) onReservation(obj any) {
+	if r, ok := obj.(*schedulingv1alpha1.Reservation); ok {
+		p.cache.SetReservation(r)
+	}
+}
+
+func (p *Plugin) onReservationDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if r, ok := obj.(*schedulingv1alpha1.Reservation); ok {
+		p.cache.DeleteReservation(r.UID)
+	}
+}
+
+func (p *Plugin) onPod(obj any) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		p.cache.ObservePod(pod)
+	}
+}
+
+func (p *Plugin) onPodDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		p.cache.ForgetPod(pod.UID)
+	}
+}
+
+// podState is what PreFilter learns once per pod.
+type podState struct {
+	affinity    *extension.ReservationAffinity
+	required    bool
+	placeholder bool
+	reqMilliCPU int64
+	reqMemory   int64
+	// reserved is the reservation Reserve took for the pod.
+	reserved *schedulingv1alpha1.Reservation
+}
+
+func (s *podState) Clone() fwk.StateData { c := *s; return &c }
+
+func getState(cs fwk.CycleState) *podState {
+	v, err := cs.Read(stateKey)
+	if err != nil {
+		return nil
+	}
+	s, _ := v.(*podState)
+	return s
+}
+
+// PreFilter reads the pod's reservation-affinity once; a malformed one makes
+// the pod unschedulable until it is fixed, naming the key.
+func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if !p.ready.Load() {
+		// kube-scheduler waits for its own informers, not for our handlers:
+		// a pod scheduled before they ran would not see reservations.
+		if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
+			return nil, fwk.AsStatus(ctx.Err())
+		}
+		p.ready.Store(true)
+	}
+	affinity, err := extension.GetReservationAffinity(pod.Annotations)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	req := podRequests(pod)
+	cs.Write(stateKey, &podState{
+		affinity:    affinity,
+		required:    reservation.RequiresReservation(affinity),
+		placeholder: reservation.PlaceholderOf(pod) != "",
+		reqMilliCPU: req.Cpu().MilliValue(),
+		reqMemory:   req.Memory().Value(),
+	})
+	return nil, nil
+}
+
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter lets an owner onto a node with a reservation it may use and that has
+// room for it, and keeps every other pod within what the node's reservations
+// leave free.
+func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	s := getState(cs)
+	if s == nil {
+		return fwk.AsStatus(fmt.Errorf("%s: no PreFilter state", Name))
+	}
+	views := p.cache.OnNode(ni.Node().Name)
+	if len(views) == 0 {
+		if s.required {
+			return fwk.NewStatus(fwk.Unschedulable, requiredReason(choice{}))
+		}
+		return nil
+	}
+	c := choose(views, pod, s.affinity, s.placeholder)
+	if c.use != nil {
+		return nil
+	}
+	if s.required {
+		return fwk.NewStatus(fwk.Unschedulable, requiredReason(c))
+	}
+	alloc, used := ni.GetAllocatable(), ni.GetRequested()
+	if ok, why := fitsBeside(alloc.GetMilliCPU()-used.GetMilliCPU(), alloc.GetMemory()-used.GetMemory(), c, s.reqMilliCPU, s.reqMemory); !ok {
+		return fwk.NewStatus(fwk.Unschedulable, why)
+	}
+	return nil
+}
+
+// Score prefers nodes where the pod consumes a reservation.
+func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
+	s := getState(cs)
+	if s == nil || s.placeholder {
+		return 0, nil
+	}
+	views := p.cache.OnNode(ni.Node().Name)
+	if len(views) == 0 {
+		return 0, nil
+	}
+	if choose(views, pod, s.affinity, false).use != nil {
+		return fwk.MaxNodeScore, nil
+	}
+	return 0, nil
+}
+
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// Reserve takes the pod's share of the fullest reservation that fits it on
+// the chosen node; the check and the record are one step in the cache.
+func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	s := getState(cs)
+	if s == nil || s.placeholder {
+		return nil
+	}
+	views := p.cache.OnNode(nodeName)
+	if len(views) == 0 {
+		return nil
+	}
+	c := choose(views, pod, s.affinity, false)
+	if c.use == nil {
+		return nil
+	}
+	if err := p.cache.Assume(c.use.Reservation.UID, pod); err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	s.reserved = c.use.Reservation
+	return nil
+}
+
+// Unreserve gives the share back: the pod did not bind.
+func (p *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
+	if s := getState(cs); s != nil && s.reserved != nil {
+		p.cache.Unassume(pod.UID)
+		s.reserved = nil
+	}
+}
+
+// PreBind writes reservation-allocated on an owner: the record koord-manager
+// derives the reservation's status from, and a restarted scheduler its cache.
+func (p *Plugin) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	s := getState(cs)
+	if s == nil || s.reserved == nil {
+		return nil
+	}
+	v, err := (&extension.ReservationAllocated{Name: s.reserved.Name, UID: s.reserved.UID}).Marshal()
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{extension.AnnotationReservationAllocated: v}}})
+	if _, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fwk.AsStatus(fmt.Errorf("writing %s: %w", extension.AnnotationReservationAllocated, err))
+	}
+	return nil
+}
+
+// PreBindPreFlight skips PreBind for pods that consume no reservation.
+func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if s := getState(cs); s != nil && s.reserved != nil {
+		return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+	}
+	return nil, fwk.NewStatus(fwk.Skip)
+}
+
+// Bind turns a placeholder into an Available reservation on nodeName and
+// deletes the placeholder instead of binding it; other pods go to the
+// default binder.
+func (p *Plugin) Bind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	name := reservation.PlaceholderOf(pod)
+	if name == "" {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	logger := klog.FromContext(ctx)
+	r, err := p.koord.SchedulingV1alpha1().Reservations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("placeholder %s/%s: reservation %s: %w", pod.Namespace, pod.Name, name, err))
+	}
+	if !ownedBy(pod, r) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("placeholder %s/%s is not owned by reservation %s (uid %s)", pod.Namespace, pod.Name, name, r.UID))
+	}
+	// NodeNUMAResource's PreBind wrote the CPUs it chose onto the
+	// placeholder in the API, not on this copy.
+	current, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("placeholder %s/%s: %w", pod.Namespace, pod.Name, err))
+	}
+	if status, ok := current.Annotations[extension.AnnotationResourceStatus]; ok {
+		// CPUs NodeNUMAResource chose for the placeholder are the reservation's.
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{extension.AnnotationResourceStatus: status}}})
+		if r, err = p.koord.SchedulingV1alpha1().Reservations().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fwk.AsStatus(err)
+		}
+	}
+	now := metav1.Now()
+	r.Status.Phase = schedulingv1alpha1.ReservationAvailable
+	r.Status.NodeName = nodeName
+	r.Status.Allocatable = reservation.Requests(r)
+	r.Status.Conditions = []schedulingv1alpha1.ReservationCondition{
+		{Type: schedulingv1alpha1.ReservationConditionScheduled, Status: corev1.ConditionTrue, Reason: schedulingv1alpha1.ReasonReservationScheduled,
+			Message: "scheduled on " + nodeName, LastProbeTime: now, LastTransitionTime: now},
+		{Type: schedulingv1alpha1.ReservationConditionReady, Status: corev1.ConditionTrue, Reason: schedulingv1alpha1.ReasonReservationAvailable,
+			LastProbeTime: now, LastTransitionTime: now},
+	}
+	updated, err := p.koord.SchedulingV1alpha1().Reservations().UpdateStatus(ctx, r, metav1.UpdateOptions{})
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("reservation %s: %w", name, err))
+	}
+	// Held from this moment, before the informer brings the update: the
+	// placeholder's resources leave the scheduler's cache when it is deleted.
+	p.cache.SetReservation(updated)
+	err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "deleting the placeholder of an Available reservation; koord-manager will", "pod", klog.KObj(pod), "reservation", name)
+	}
+	logger.V(2).Info("reservation available", "reservation", name, "node", nodeName)
+	return nil
+}
+
+func ownedBy(pod *corev1.Pod, r *schedulingv1alpha1.Reservation) bool {
+	for _, ref := range pod.OwnerReferences {
+		if ref.UID == r.UID {
+			return true
+		}
+	}
+	return false
+}
+
+func podRequests(pod *corev1.Pod) corev1.ResourceList {
+	r := &schedulingv1alpha1.Reservation{Spec: schedulingv1alpha1.ReservationSpec{Template: &corev1.PodTemplateSpec{Spec: pod.Spec}}}
+	return reservation.Requests(r)
+}

@@ -1,0 +1,150 @@
+package reservation
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	"github.com/koord-project/koord/pkg/reservation"
+)
+
+func testPlugin(rs ...*schedulingv1alpha1.Reservation) *Plugin {
+	p := &Plugin{cache: NewCache()}
+	p.ready.Store(true)
+	for _, r := range rs {
+		p.cache.SetReservation(r)
+	}
+	return p
+}
+
+// nodeInfo is a 4-CPU, 16Gi node n1 running pods of the given CPUs.
+func nodeInfo(cpus ...string) fwk.NodeInfo {
+	var pods []*corev1.Pod
+	for i, c := range cpus {
+		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "running-" + string(rune('a'+i))},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu(c)}}}}})
+	}
+	ni := framework.NewNodeInfo(pods...)
+	ni.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}}})
+	return ni
+}
+
+func withOwners(r *schedulingv1alpha1.Reservation, app string) *schedulingv1alpha1.Reservation {
+	r.Spec.Owners = []schedulingv1alpha1.ReservationOwner{{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}}
+	return r
+}
+
+func appPod(name, app, cpus string) *corev1.Pod {
+	p := owner(name, cpus, "")
+	p.Labels = map[string]string{"app": app}
+	return p
+}
+
+func run(t *testing.T, p *Plugin, pod *corev1.Pod, ni fwk.NodeInfo) (fwk.CycleState, *fwk.Status) {
+	t.Helper()
+	cs := framework.NewCycleState()
+	if _, st := p.PreFilter(context.Background(), cs, pod, nil); !st.IsSuccess() {
+		return cs, st
+	}
+	return cs, p.Filter(context.Background(), cs, pod, ni)
+}
+
+func TestHoldAgainstNonOwners(t *testing.T) {
+	p := testPlugin(withOwners(available("r1", "n1", "2"), "web"))
+	ni := nodeInfo("2") // 2 of 4 CPUs requested; r1 holds the other 2
+	_, st := run(t, p, appPod("batch", "batch", "1"), ni)
+	if st.IsSuccess() || !strings.Contains(st.Message(), "reservations hold 2000m of the node's 2000m free CPU, the pod needs 1000m") {
+		t.Errorf("non-owner: %v", st)
+	}
+	cs, st := run(t, p, appPod("web-1", "web", "2"), ni)
+	if !st.IsSuccess() {
+		t.Fatalf("owner: %v", st)
+	}
+	if s, _ := p.Score(context.Background(), cs, appPod("web-1", "web", "2"), ni); s != fwk.MaxNodeScore {
+		t.Errorf("owner's score %d, want %d", s, fwk.MaxNodeScore)
+	}
+	// Opting out makes an owner an ordinary pod.
+	ignored := appPod("web-2", "web", "1")
+	ignored.Labels[extension.LabelReservationIgnored] = "true"
+	if _, st := run(t, p, ignored, ni); st.IsSuccess() {
+		t.Error("a reservation-ignored pod consumed the reservation")
+	}
+}
+
+func TestReserveAccounting(t *testing.T) {
+	p := testPlugin(withOwners(available("r1", "n1", "2"), "web"))
+	ni := nodeInfo()
+	first := appPod("web-1", "web", "2")
+	cs, st := run(t, p, first, ni)
+	if !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if st := p.Reserve(context.Background(), cs, first, "n1"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	// The reservation is used up: the next owner is an ordinary pod, which fits beside it.
+	second := appPod("web-2", "web", "2")
+	cs2, st := run(t, p, second, ni)
+	if !st.IsSuccess() {
+		t.Fatalf("second owner beside a used-up reservation on an empty node: %v", st)
+	}
+	if st := p.Reserve(context.Background(), cs2, second, "n1"); !st.IsSuccess() || getState(cs2).reserved != nil {
+		t.Errorf("second owner reserved %v (%v); the reservation has nothing left", getState(cs2).reserved, st)
+	}
+	// The first pod fails to bind: its share comes back.
+	p.Unreserve(context.Background(), cs, first, "n1")
+	if v := p.cache.OnNode("n1"); v[0].Owners != 0 {
+		t.Errorf("after Unreserve the reservation still has %d owners", v[0].Owners)
+	}
+}
+
+func TestRequiredAffinity(t *testing.T) {
+	p := testPlugin(withOwners(available("r1", "n1", "2"), "web"))
+	pod := appPod("web-1", "web", "1")
+	pod.Annotations = map[string]string{extension.AnnotationReservationAffinity: `{"name":"r9"}`}
+	_, st := run(t, p, pod, nodeInfo())
+	if st.IsSuccess() || !strings.Contains(st.Message(), "requires a reservation: reservation-affinity names r9, not r1") {
+		t.Errorf("affinity naming another reservation: %v", st)
+	}
+	big := appPod("web-2", "web", "3")
+	big.Annotations = map[string]string{extension.AnnotationReservationAffinity: `{"name":"r1"}`}
+	if _, st := run(t, p, big, nodeInfo()); st.IsSuccess() || !strings.Contains(st.Message(), "reservation r1 has 2 cpu left, the pod needs 3") {
+		t.Errorf("too big for the named reservation: %v", st)
+	}
+	bad := appPod("web-3", "web", "1")
+	bad.Annotations = map[string]string{extension.AnnotationReservationAffinity: `{"name":`}
+	if _, st := run(t, p, bad, nodeInfo()); st.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), extension.AnnotationReservationAffinity) {
+		t.Errorf("malformed annotation: %v", st)
+	}
+	if _, st := run(t, testPlugin(), pod, nodeInfo()); st.IsSuccess() {
+		t.Error("a required reservation on a node without any passed")
+	}
+}
+
+func TestFullestFitAndPlaceholders(t *testing.T) {
+	p := testPlugin(withOwners(available("big", "n1", "3"), "web"), withOwners(available("small", "n1", "1"), "web"))
+	pod := appPod("web-1", "web", "1")
+	cs, st := run(t, p, pod, nodeInfo())
+	if !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if st := p.Reserve(context.Background(), cs, pod, "n1"); !st.IsSuccess() || getState(cs).reserved.Name != "small" {
+		t.Errorf("reserved %v, want the fullest fit (small)", getState(cs).reserved)
+	}
+	// A reservation being scheduled consumes none: what both hold counts
+	// against it (web-1, now assumed, runs in small's share).
+	ph := appPod("ph", "web", "1")
+	ph.Annotations = map[string]string{reservation.PlaceholderAnnotation: "r3"}
+	if _, st := run(t, p, ph, nodeInfo("1")); st.IsSuccess() || !strings.Contains(st.Message(), "reservations hold 3000m of the node's 3000m free CPU") {
+		t.Errorf("a placeholder on a node fully held by reservations: %v", st)
+	}
+}
