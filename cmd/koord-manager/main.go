@@ -41,6 +41,7 @@ func main() {
 	fs.StringVar(&o.Namespace, "namespace", ns, "namespace of the slo-controller-config ConfigMap and the leader lease (default $POD_NAMESPACE, else koord-system)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":9317", "address of /metrics (0 turns it off)")
 	fs.StringVar(&o.HealthAddr, "health-addr", ":9318", "address of /healthz and /readyz")
+	fs.DurationVar(&o.ReservationGCAfter, "reservation-gc-after", 24*time.Hour, "how long Succeeded and Failed reservations are kept before they are deleted")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&cleanupNUMA, "cleanup-numa-info", false, "uninstall helper: stop the koordlet DaemonSet (--koordlet-daemonset), delete every numa-info ConfigMap koordlet manages, and exit")
 	fs.StringVar(&koordletDS, "koordlet-daemonset", "koord-system/koordlet", "namespace/name of the koordlet DaemonSet, for --cleanup-numa-info")

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
 
@@ -56,6 +57,53 @@ var _ = Describe("koord-manager", Label("manager"), func() {
 			_, ok = node.Status.Allocatable[extension.BatchMemory]
 			g.Expect(ok).To(BeTrue(), "node %s has no %s", realNode, extension.BatchMemory)
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	})
+})
+
+var _ = Describe("reservation", Label("reservation"), func() {
+	It("holds capacity on the real node for its owner, which consumes it; the placeholder never runs", func(ctx SpecContext) {
+		// Not allocateOnce: it stays Available, and lists its owner.
+		once := false
+		r := &schedulingv1alpha1.Reservation{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-reservation"},
+			Spec: schedulingv1alpha1.ReservationSpec{
+				Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeName: realNode, Containers: []corev1.Container{{
+					Name: "main", Image: imagePrefix + "sleeper:" + imageTag,
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("16Mi")}},
+				}}}},
+				Owners:       []schedulingv1alpha1.ReservationOwner{{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "e2e-reserved"}}}},
+				AllocateOnce: &once,
+			},
+		}
+		_, err := koord.SchedulingV1alpha1().Reservations().Create(ctx, r, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) {
+			_ = koord.SchedulingV1alpha1().Reservations().Delete(ctx, "e2e-reservation", metav1.DeleteOptions{})
+		})
+		Eventually(func(g Gomega) {
+			got, err := koord.SchedulingV1alpha1().Reservations().Get(ctx, "e2e-reservation", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Status.Phase).To(Equal(schedulingv1alpha1.ReservationAvailable), "conditions %+v", got.Status.Conditions)
+			g.Expect(got.Status.NodeName).To(Equal(realNode))
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		// The placeholder was placed and removed without ever running.
+		pods, err := kube.CoreV1().Pods(koordNS).List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		for _, p := range pods.Items {
+			Expect(p.Annotations).NotTo(HaveKey("scheduling.koordinator.sh/reservation-placeholder"), "placeholder %s left", p.Name)
+		}
+		createPod(ctx, podOpts{name: "reserved-owner", scheduler: koordScheduler, cpu: "100m", memory: "16Mi", labels: map[string]string{"app": "e2e-reserved"}})
+		owner := waitRunning(ctx, "reserved-owner")
+		Expect(owner.Spec.NodeName).To(Equal(realNode))
+		Expect(owner.Annotations).To(HaveKey(extension.AnnotationReservationAllocated))
+		Eventually(func() int {
+			got, err := koord.SchedulingV1alpha1().Reservations().Get(ctx, "e2e-reservation", metav1.GetOptions{})
+			if err != nil {
+				return -1
+			}
+			return len(got.Status.CurrentOwners)
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Equal(1))
+		deletePod(ctx, "reserved-owner")
 	})
 })
 

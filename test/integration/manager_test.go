@@ -98,7 +98,7 @@ func TestManagerBatchResources(t *testing.T) {
 
 	ctrl.SetLogger(klog.NewKlogr())
 	mgrCtx, stop := context.WithCancel(ctx)
-	mgr, err := manager.New(mgrCtx, cp.Config, manager.Options{Namespace: "koord-system", MetricsAddr: "0", HealthAddr: "0", Gates: features.New()})
+	mgr, err := manager.New(mgrCtx, cp.Config, manager.Options{Namespace: "koord-system", MetricsAddr: "0", HealthAddr: "0", Gates: features.New(), InProcess: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/plugins/loadaware"
 	"github.com/koord-project/koord/pkg/plugins/numaresource"
+	"github.com/koord-project/koord/pkg/plugins/reservation"
 	"github.com/koord-project/koord/pkg/version"
 )
 
@@ -32,6 +33,7 @@ func Plugins() []kubeschedulerapp.Option {
 	return []kubeschedulerapp.Option{
 		kubeschedulerapp.WithPlugin(loadaware.Name, loadaware.New),
 		kubeschedulerapp.WithPlugin(numaresource.Name, numaresource.New),
+		kubeschedulerapp.WithPlugin(reservation.Name, reservation.New),
 	}
 }
 

@@ -1,14 +1,15 @@
-// Package reservation is koord-scheduler's Reservation plugin (issue 7, in
-// progress: not yet registered, because koord-manager does not yet create the
-// placeholder pods that get reservations scheduled). The cache is its state:
-// what every Available reservation holds and who consumes it, safe for the
-// scheduling cycle, the binding goroutines and the informer handlers at once.
+// Package reservation is koord-scheduler's Reservation plugin; see README.md.
+// The cache is its state: what every Available reservation holds and who
+// consumes it, safe for the scheduling cycle, the binding goroutines and the
+// informer handlers at once.
 package reservation
 
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,6 +34,11 @@ type Cache struct {
 	// waiting holds live pods whose annotation names a reservation not
 	// cached (yet): informers deliver pods and reservations in any order.
 	waiting map[types.UID]*corev1.Pod
+	// versions is the newest resourceVersion seen of each reservation, also
+	// of those not held (pending, ended); gone marks deleted ones for a while,
+	// so that a late event of an older version cannot bring one back.
+	versions map[types.UID]string
+	gone     map[types.UID]time.Time
 }
 
 type entry struct {
@@ -46,7 +52,8 @@ type entry struct {
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{byUID: map[types.UID]*entry{}, byNode: map[string]map[types.UID]*entry{}, podRes: map[types.UID]types.UID{}, waiting: map[types.UID]*corev1.Pod{}}
+	return &Cache{byUID: map[types.UID]*entry{}, byNode: map[string]map[types.UID]*entry{}, podRes: map[types.UID]types.UID{}, waiting: map[types.UID]*corev1.Pod{},
+		versions: map[types.UID]string{}, gone: map[types.UID]time.Time{}}
 }
 
 // View is a reservation with what is left of it, as of one call.
@@ -64,6 +71,12 @@ type View struct {
 func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Events arrive from two informers (ours and the scheduler's, through
+	// the queueing hint) and from Bind: never step back to an older version.
+	if _, deleted := c.gone[r.UID]; deleted || older(r.ResourceVersion, c.versions[r.UID]) {
+		return
+	}
+	c.versions[r.UID] = r.ResourceVersion
 	old := c.byUID[r.UID]
 	if !reservation.IsAvailable(r) {
 		c.dropLocked(r.UID)
@@ -96,12 +109,31 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) {
 	}
 }
 
+// older reports whether resourceVersion a precedes b. The API server's
+// versions are etcd revisions, integers; anything else is not compared.
+func older(a, b string) bool {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	return err1 == nil && err2 == nil && x < y
+}
+
 // DeleteReservation forgets a reservation.
 func (c *Cache) DeleteReservation(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dropLocked(uid)
+	delete(c.versions, uid)
+	now := time.Now()
+	c.gone[uid] = now
+	for u, at := range c.gone {
+		if now.Sub(at) > tombstoneTTL {
+			delete(c.gone, u)
+		}
+	}
 }
+
+// tombstoneTTL outlasts any informer's delay in delivering an old event.
+const tombstoneTTL = 10 * time.Minute
 
 func (c *Cache) dropLocked(uid types.UID) {
 	e := c.byUID[uid]

@@ -145,3 +145,31 @@ func TestConcurrentAssumeNeverOverUses(t *testing.T) {
 		t.Errorf("%d pods of 1 CPU assumed into an 8-CPU reservation", ok.Load())
 	}
 }
+
+// Events of one reservation arrive from two informers and from Bind, in any order.
+func TestNoStepBack(t *testing.T) {
+	c := NewCache()
+	avail := available("r1", "n1", "4")
+	avail.ResourceVersion = "20"
+	c.SetReservation(avail)
+	stale := avail.DeepCopy()
+	stale.ResourceVersion = "19"
+	stale.Status = schedulingv1alpha1.ReservationStatus{Phase: schedulingv1alpha1.ReservationPending}
+	c.SetReservation(stale)
+	if len(c.OnNode("n1")) != 1 {
+		t.Error("an older Pending version dropped an Available reservation")
+	}
+	done := avail.DeepCopy()
+	done.ResourceVersion = "21"
+	done.Status.Phase = schedulingv1alpha1.ReservationSucceeded
+	c.SetReservation(done)
+	c.SetReservation(avail) // version 20 again, late
+	if len(c.OnNode("n1")) != 0 {
+		t.Error("a late Available version brought back a Succeeded reservation")
+	}
+	c.DeleteReservation(avail.UID)
+	c.SetReservation(avail)
+	if len(c.OnNode("n1")) != 0 {
+		t.Error("a late event brought back a deleted reservation")
+	}
+}

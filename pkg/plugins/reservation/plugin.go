@@ -29,13 +29,17 @@ const Name = "Reservation"
 const stateKey fwk.StateKey = Name
 
 var (
-	_ fwk.PreFilterPlugin = &Plugin{}
-	_ fwk.FilterPlugin    = &Plugin{}
-	_ fwk.ScorePlugin     = &Plugin{}
-	_ fwk.ReservePlugin   = &Plugin{}
-	_ fwk.PreBindPlugin   = &Plugin{}
-	_ fwk.BindPlugin      = &Plugin{}
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.FilterPlugin      = &Plugin{}
+	_ fwk.ScorePlugin       = &Plugin{}
+	_ fwk.ReservePlugin     = &Plugin{}
+	_ fwk.PreBindPlugin     = &Plugin{}
+	_ fwk.BindPlugin        = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
 )
+
+// reservationEvent is how the scheduler names Reservation events (resource.version.group).
+const reservationEvent fwk.EventResource = "reservations.v1alpha1.scheduling.koordinator.sh"
 
 // Plugin holds Available reservations' resources for their owners, lets
 // owners consume them, and turns placeholder pods into Available
@@ -86,18 +90,53 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 }
 
 func (p *Plugin) onReservation(obj any) {
-	if r, ok := obj.(*schedulingv1alpha1.Reservation); ok {
+	if r := asReservation(obj); r != nil {
 		p.cache.SetReservation(r)
 	}
 }
 
 func (p *Plugin) onReservationDelete(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	if r, ok := obj.(*schedulingv1alpha1.Reservation); ok {
+	if r := asReservation(obj); r != nil {
 		p.cache.DeleteReservation(r.UID)
 	}
+}
+
+// asReservation accepts the typed object from our informer and the
+// unstructured one the scheduler's dynamic informer hands to queueing hints.
+func asReservation(obj any) *schedulingv1alpha1.Reservation {
+	switch o := obj.(type) {
+	case *schedulingv1alpha1.Reservation:
+		return o
+	case cache.DeletedFinalStateUnknown:
+		return asReservation(o.Obj)
+	case runtime.Unstructured:
+		r := &schedulingv1alpha1.Reservation{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.UnstructuredContent(), r); err == nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// EventsToRegister: a reservation that appears, changes or goes can let a
+// pod in (an owner) or out (everyone else); so can a pod that leaves.
+func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: reservationEvent, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: p.queueOnReservation},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
+	}, nil
+}
+
+// queueOnReservation also records the reservation: the scheduler's informer,
+// which calls it, may run ahead of the plugin's, and the pod it re-queues
+// must be filtered with this version.
+func (p *Plugin) queueOnReservation(_ klog.Logger, _ *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	if r := asReservation(newObj); r != nil {
+		p.cache.SetReservation(r)
+	} else if r := asReservation(oldObj); r != nil {
+		p.cache.DeleteReservation(r.UID)
+	}
+	return fwk.Queue, nil
 }
 
 func (p *Plugin) onPod(obj any) {
@@ -283,6 +322,15 @@ func (p *Plugin) Bind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	}
 	if !ownedBy(pod, r) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("placeholder %s/%s is not owned by reservation %s (uid %s)", pod.Namespace, pod.Name, name, r.UID))
+	}
+	if reservation.IsAvailable(r) || reservation.IsTerminal(r) {
+		// Placed already (a second placeholder raced the first): it holds
+		// nothing more; dropping it frees what this cycle assumed.
+		err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fwk.AsStatus(err)
+		}
+		return nil
 	}
 	// NodeNUMAResource's PreBind wrote the CPUs it chose onto the
 	// placeholder in the API, not on this copy.

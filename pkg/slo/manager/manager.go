@@ -1,10 +1,12 @@
 // Package manager assembles koord-manager: a controller-runtime manager with
-// the SLO controllers the feature gates enable.
+// the Reservation lifecycle controller and the SLO controllers the feature
+// gates enable.
 package manager
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -26,6 +29,7 @@ import (
 	"github.com/koord-project/koord/pkg/slo/nodemetric"
 	"github.com/koord-project/koord/pkg/slo/noderesource"
 	"github.com/koord-project/koord/pkg/slo/nodeslo"
+	"github.com/koord-project/koord/pkg/slo/reservation"
 )
 
 // Options are koord-manager's settings (its flags).
@@ -37,6 +41,11 @@ type Options struct {
 	HealthAddr     string
 	Gates          featuregate.FeatureGate
 	LeaderElection string // lease name
+	// ReservationGCAfter is how long Succeeded and Failed reservations are kept (default 24h).
+	ReservationGCAfter time.Duration
+	// InProcess allows several managers in one process, one after another
+	// (tests): controller-runtime refuses a controller name twice otherwise.
+	InProcess bool
 }
 
 // Scheme has every type koord-manager reads or writes.
@@ -71,6 +80,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		LeaderElectionReleaseOnCancel: true,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.HealthAddr,
+		Controller:                    ctrlconfig.Controller{SkipNameValidation: &o.InProcess},
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
 			// The only ConfigMap read is our own configuration.
@@ -102,6 +112,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		if err := (&noderesource.Reconciler{Client: mgr.GetClient(), Config: store}).SetupWithManager(mgr); err != nil {
 			return nil, err
 		}
+	}
+	gc := o.ReservationGCAfter
+	if gc <= 0 {
+		gc = 24 * time.Hour
+	}
+	if err := (&reservation.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace, GCAfter: gc}).SetupWithManager(ctx, mgr); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err

@@ -1,0 +1,78 @@
+package reservation
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+)
+
+// benchPlugin has n reservations on node n1, owned by app=web, 1 CPU each.
+func benchPlugin(n int) *Plugin {
+	var rs []*schedulingv1alpha1.Reservation
+	for i := range n {
+		rs = append(rs, withOwners(available(fmt.Sprintf("r%d", i), "n1", "100m"), "web"))
+	}
+	return testPlugin(rs...)
+}
+
+// BenchmarkFilterScore is one pod's Filter and Score on one node holding 0,
+// 1 or 10 reservations, for an owner and for a stranger.
+func BenchmarkFilterScore(b *testing.B) {
+	ni := nodeInfo("1")
+	for _, n := range []int{0, 1, 10} {
+		for _, who := range []string{"owner", "stranger"} {
+			b.Run(fmt.Sprintf("reservations=%d/%s", n, who), func(b *testing.B) {
+				p := benchPlugin(n)
+				app := "web"
+				if who == "stranger" {
+					app = "batch"
+				}
+				pod := appPod("p", app, "100m")
+				cs := framework.NewCycleState()
+				if _, st := p.PreFilter(context.Background(), cs, pod, nil); !st.IsSuccess() {
+					b.Fatal(st)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if st := p.Filter(context.Background(), cs, pod, ni); !st.IsSuccess() {
+						b.Fatal(st)
+					}
+					_, _ = p.Score(context.Background(), cs, pod, ni)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkPreFilterFilter1000 is PreFilter plus Filter over 1000 nodes with
+// one reservation each (1000 reservations), for a stranger.
+func BenchmarkPreFilterFilter1000(b *testing.B) {
+	p := testPlugin()
+	nodes := make([]fwk.NodeInfo, 1000)
+	for i := range nodes {
+		name := fmt.Sprintf("n%d", i)
+		p.cache.SetReservation(withOwners(available("r-"+name, name, "100m"), "web"))
+		ni := framework.NewNodeInfo()
+		ni.SetNode(nodeInfo().Node().DeepCopy())
+		ni.Node().Name = name
+		nodes[i] = ni
+	}
+	pod := appPod("p", "batch", "100m")
+	b.ReportAllocs()
+	for b.Loop() {
+		cs := framework.NewCycleState()
+		if _, st := p.PreFilter(context.Background(), cs, pod, nodes); !st.IsSuccess() {
+			b.Fatal(st)
+		}
+		for _, ni := range nodes {
+			if st := p.Filter(context.Background(), cs, pod, ni); !st.IsSuccess() {
+				b.Fatal(st)
+			}
+		}
+	}
+}

@@ -1,0 +1,283 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/manifests"
+	"github.com/koord-project/koord/pkg/features"
+	"github.com/koord-project/koord/pkg/slo/manager"
+	slores "github.com/koord-project/koord/pkg/slo/reservation"
+)
+
+// startManager runs koord-manager in-process until the test ends.
+func startManager(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, gcAfter time.Duration) {
+	t.Helper()
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "koord-system"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	ctrl.SetLogger(klog.NewKlogr())
+	mctx, stop := context.WithCancel(ctx)
+	mgr, err := manager.New(mctx, cp.Config, manager.Options{Namespace: "koord-system", MetricsAddr: "0", HealthAddr: "0", Gates: features.New(), InProcess: true, ReservationGCAfter: gcAfter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() { stop(); <-done })
+}
+
+// reservationNode is a node whose LoadAwareScheduling thresholds are lifted
+// (the per-node annotation): these tests fill nodes by requests, which the
+// load estimate of a 4-CPU node would refuse long before.
+func reservationNode(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, name, cpu, memory string) {
+	t.Helper()
+	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: name, CPU: cpu, Memory: memory}); err != nil {
+		t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"{\"usageThresholds\":{\"cpu\":100,\"memory\":100}}"}}}`, extension.AnnotationCustomUsageThresholds)
+	if _, err := cp.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.ReportNodeMetric(ctx, name, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Gi")}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newReservation(name, cpu string, owners ...schedulingv1alpha1.ReservationOwner) *schedulingv1alpha1.Reservation {
+	return &schedulingv1alpha1.Reservation{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: schedulingv1alpha1.ReservationSpec{
+			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "main", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}},
+			}}}},
+			Owners: owners,
+		},
+	}
+}
+
+func ownersByLabel(k, v string) schedulingv1alpha1.ReservationOwner {
+	return schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}}
+}
+
+// waitReservation waits until the reservation satisfies ok and returns it.
+func waitReservation(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, name string, what string, ok func(*schedulingv1alpha1.Reservation) bool) *schedulingv1alpha1.Reservation {
+	t.Helper()
+	var last *schedulingv1alpha1.Reservation
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		r, err := cp.Koord.SchedulingV1alpha1().Reservations().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = r
+		return ok(r), nil
+	})
+	if err != nil {
+		t.Fatalf("reservation %s never %s; last status %+v", name, what, last)
+	}
+	return last
+}
+
+func isPhase(p schedulingv1alpha1.ReservationPhase) func(*schedulingv1alpha1.Reservation) bool {
+	return func(r *schedulingv1alpha1.Reservation) bool { return r.Status.Phase == p }
+}
+
+// A reservation on a half-full node: scheduled through the profile, it holds
+// its CPUs against a non-owner, which stays pending, while its owner is
+// placed into it and consumes it (allocateOnce).
+func TestReservationHoldsForItsOwner(t *testing.T) {
+	ctx := testContext(t)
+	cp := startControlPlane(t, controlplane.Options{})
+	reservationNode(t, ctx, cp, "r-node", "4", "16Gi")
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	startManager(t, ctx, cp, time.Hour)
+	filler, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "filler", SchedulerName: "koord-scheduler", CPU: "1", Memory: "1Gi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.WaitForPodBound(ctx, "default", filler.Name, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := cp.Koord.SchedulingV1alpha1().Reservations().Create(ctx, newReservation("web-capacity", "2", ownersByLabel("app", "web")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := waitReservation(t, ctx, cp, "web-capacity", "Available", isPhase(schedulingv1alpha1.ReservationAvailable))
+	if r.Status.NodeName != "r-node" || r.Status.Allocatable.Cpu().String() != "2" {
+		t.Errorf("Available on %q with allocatable %v, want r-node and 2 CPUs", r.Status.NodeName, r.Status.Allocatable)
+	}
+	if len(r.Status.Conditions) == 0 || r.Status.Conditions[0].Type != schedulingv1alpha1.ReservationConditionScheduled || r.Status.Conditions[0].Status != corev1.ConditionTrue {
+		t.Errorf("conditions %+v, want Scheduled=True", r.Status.Conditions)
+	}
+	// The placeholder never reaches a node and goes away.
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := cp.Client.CoreV1().Pods("koord-system").Get(ctx, slores.PlaceholderName("web-capacity"), metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Error("the placeholder pod is still there")
+	}
+
+	// 4 CPUs − filler 1 − reserved 2 leaves 1: a 2-CPU stranger waits.
+	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "stranger", SchedulerName: "koord-scheduler", CPU: "2", Memory: "1Gi", Labels: map[string]string{"app": "batch"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitUnschedulable(t, ctx, cp, "stranger", "reservations hold 2000m of the node's 3000m free CPU, the pod needs 2000m")
+
+	// The owner gets the reserved CPUs.
+	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "web-1", SchedulerName: "koord-scheduler", CPU: "2", Memory: "1Gi", Labels: map[string]string{"app": "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	web, err := cp.WaitForPodBound(ctx, "default", "web-1", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc, err := extension.GetReservationAllocated(web.Annotations)
+	if err != nil || alloc == nil || alloc.Name != "web-capacity" || alloc.UID != r.UID {
+		t.Errorf("owner's %s = %+v (%v)", extension.AnnotationReservationAllocated, alloc, err)
+	}
+	done := waitReservation(t, ctx, cp, "web-capacity", "Succeeded", isPhase(schedulingv1alpha1.ReservationSucceeded))
+	if len(done.Status.CurrentOwners) != 1 || done.Status.CurrentOwners[0].Name != "web-1" || done.Status.Allocated.Cpu().String() != "2" {
+		t.Errorf("consumed reservation: owners %v allocated %v", done.Status.CurrentOwners, done.Status.Allocated)
+	}
+	// The node is now full by requests: the stranger still waits, for want of CPU.
+	waitUnschedulable(t, ctx, cp, "stranger", "Insufficient cpu")
+}
+
+// A reservation nobody uses expires, and is garbage-collected after its gcAfter;
+// one whose node goes fails.
+func TestReservationExpiresAndNodeLoss(t *testing.T) {
+	ctx := testContext(t)
+	cp := startControlPlane(t, controlplane.Options{})
+	for _, n := range []string{"e-1", "e-2"} {
+		reservationNode(t, ctx, cp, n, "4", "16Gi")
+	}
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	startManager(t, ctx, cp, 3*time.Second)
+
+	short := newReservation("short-lived", "1", ownersByLabel("app", "nobody"))
+	short.Spec.TTL = &metav1.Duration{Duration: 3 * time.Second}
+	if _, err := cp.Koord.SchedulingV1alpha1().Reservations().Create(ctx, short, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	failed := waitReservation(t, ctx, cp, "short-lived", "Failed", isPhase(schedulingv1alpha1.ReservationFailed))
+	if c := failed.Status.Conditions; len(c) == 0 || c[len(c)-1].Reason != schedulingv1alpha1.ReasonReservationExpired {
+		t.Errorf("expired reservation's conditions %+v, want reason Expired", c)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := cp.Koord.SchedulingV1alpha1().Reservations().Get(ctx, "short-lived", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Error("the expired reservation was not garbage-collected after 3s")
+	}
+
+	pinned := newReservation("pinned", "1", ownersByLabel("app", "web"))
+	pinned.Spec.Template.Spec.NodeName = "e-2"
+	if _, err := cp.Koord.SchedulingV1alpha1().Reservations().Create(ctx, pinned, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := waitReservation(t, ctx, cp, "pinned", "Available", isPhase(schedulingv1alpha1.ReservationAvailable))
+	if r.Status.NodeName != "e-2" {
+		t.Errorf("template nodeName e-2, reservation placed on %s", r.Status.NodeName)
+	}
+	if err := cp.Client.CoreV1().Nodes().Delete(ctx, "e-2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone := waitReservation(t, ctx, cp, "pinned", "Failed", isPhase(schedulingv1alpha1.ReservationFailed))
+	if c := gone.Status.Conditions; len(c) == 0 || c[len(c)-1].Reason != schedulingv1alpha1.ReasonReservationNodeDeleted {
+		t.Errorf("conditions %+v, want reason NodeDeleted", c)
+	}
+}
+
+// A reservation too big for any node stays Pending with the scheduler's reason.
+func TestReservationUnschedulable(t *testing.T) {
+	ctx := testContext(t)
+	cp := startControlPlane(t, controlplane.Options{})
+	reservationNode(t, ctx, cp, "u-1", "2", "8Gi")
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	startManager(t, ctx, cp, time.Hour)
+	if _, err := cp.Koord.SchedulingV1alpha1().Reservations().Create(ctx, newReservation("too-big", "8", ownersByLabel("app", "web")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := waitReservation(t, ctx, cp, "too-big", "reported unschedulable", func(r *schedulingv1alpha1.Reservation) bool {
+		for _, c := range r.Status.Conditions {
+			if c.Type == schedulingv1alpha1.ReservationConditionScheduled && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "Insufficient cpu") {
+				return true
+			}
+		}
+		return false
+	})
+	if r.Status.Phase != schedulingv1alpha1.ReservationPending {
+		t.Errorf("phase %s, want Pending", r.Status.Phase)
+	}
+}
+
+// Owners placed across a scheduler restart never over-use a reservation:
+// the restarted scheduler rebuilds what is consumed from the pods.
+func TestReservationSurvivesSchedulerRestart(t *testing.T) {
+	ctx := testContext(t)
+	cp := startControlPlane(t, controlplane.Options{})
+	reservationNode(t, ctx, cp, "s-1", "8", "32Gi")
+	sched := startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	startManager(t, ctx, cp, time.Hour)
+	multi := newReservation("shared", "3", ownersByLabel("app", "web"))
+	no := false
+	multi.Spec.AllocateOnce = &no
+	if _, err := cp.Koord.SchedulingV1alpha1().Reservations().Create(ctx, multi, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReservation(t, ctx, cp, "shared", "Available", isPhase(schedulingv1alpha1.ReservationAvailable))
+	place := func(name string) *corev1.Pod {
+		t.Helper()
+		if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: name, SchedulerName: "koord-scheduler", CPU: "1", Memory: "256Mi", Labels: map[string]string{"app": "web"}}); err != nil {
+			t.Fatal(err)
+		}
+		pod, err := cp.WaitForPodBound(ctx, "default", name, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pod
+	}
+	place("web-1")
+	place("web-2")
+	sched.Stop()
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	consumed := 0
+	for _, name := range []string{"web-3", "web-4"} {
+		if a, _ := extension.GetReservationAllocated(place(name).Annotations); a != nil {
+			consumed++
+		}
+	}
+	if consumed != 1 {
+		t.Errorf("after the restart %d of 2 more owners consumed the 3-CPU reservation already holding 2; want exactly 1", consumed)
+	}
+	r := waitReservation(t, ctx, cp, "shared", "showing 3 owners", func(r *schedulingv1alpha1.Reservation) bool { return len(r.Status.CurrentOwners) == 3 })
+	if r.Status.Allocated.Cpu().Cmp(*r.Status.Allocatable.Cpu()) > 0 {
+		t.Errorf("allocated %v exceeds allocatable %v", r.Status.Allocated, r.Status.Allocatable)
+	}
+	// An owner leaves: its share returns. (No kubelet here to confirm a
+	// graceful termination, so the pod is deleted at once.)
+	if err := cp.Client.CoreV1().Pods("default").Delete(ctx, "web-1", *metav1.NewDeleteOptions(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitReservation(t, ctx, cp, "shared", "showing 2 owners after one left", func(r *schedulingv1alpha1.Reservation) bool {
+		return len(r.Status.CurrentOwners) == 2 && r.Status.Allocated.Cpu().String() == "2"
+	})
+}
