@@ -6,8 +6,9 @@ package reservation
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -267,12 +268,15 @@ func (e *entry) allocatedLocked(skip types.UID) corev1.ResourceList {
 func (c *Cache) OnNode(node string) []View {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if len(c.byNode[node]) == 0 {
+		return nil // most nodes: nothing to allocate
+	}
 	out := make([]View, 0, len(c.byNode[node]))
 	for _, e := range c.byNode[node] {
 		alloc := e.allocatedLocked("")
 		out = append(out, View{Reservation: e.r, Allocatable: e.allocatable, Allocated: alloc,
 			Remaining: reservation.Remaining(e.allocatable, alloc), Owners: len(e.uses)})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Reservation.Name < out[j].Reservation.Name })
+	slices.SortFunc(out, func(a, b View) int { return strings.Compare(a.Reservation.Name, b.Reservation.Name) })
 	return out
 }
