@@ -22,15 +22,42 @@ import (
 // one entry every field that is set must match (object, controller and
 // labelSelector are ANDed); entries are alternatives.
 func IsOwner(r *schedulingv1alpha1.Reservation, pod *corev1.Pod) bool {
+	return CompileOwners(r).Match(pod)
+}
+
+// Owners is a reservation's spec.owners with its label selectors parsed
+// once, for callers that match many pods against one reservation.
+type Owners struct {
+	entries   []schedulingv1alpha1.ReservationOwner
+	selectors []labels.Selector // nil where the entry has none; Nothing() where it is invalid
+}
+
+// CompileOwners parses r's owner selectors.
+func CompileOwners(r *schedulingv1alpha1.Reservation) Owners {
+	o := Owners{entries: r.Spec.Owners, selectors: make([]labels.Selector, len(r.Spec.Owners))}
 	for i := range r.Spec.Owners {
-		if ownerMatches(&r.Spec.Owners[i], pod) {
+		if ls := r.Spec.Owners[i].LabelSelector; ls != nil {
+			sel, err := metav1.LabelSelectorAsSelector(ls)
+			if err != nil {
+				sel = labels.Nothing()
+			}
+			o.selectors[i] = sel
+		}
+	}
+	return o
+}
+
+// Match reports whether pod matches any entry.
+func (o Owners) Match(pod *corev1.Pod) bool {
+	for i := range o.entries {
+		if ownerMatches(&o.entries[i], o.selectors[i], pod) {
 			return true
 		}
 	}
 	return false
 }
 
-func ownerMatches(o *schedulingv1alpha1.ReservationOwner, pod *corev1.Pod) bool {
+func ownerMatches(o *schedulingv1alpha1.ReservationOwner, sel labels.Selector, pod *corev1.Pod) bool {
 	if o.Object == nil && o.Controller == nil && o.LabelSelector == nil {
 		return false // an empty entry matches nothing, not everything
 	}
@@ -59,11 +86,8 @@ func ownerMatches(o *schedulingv1alpha1.ReservationOwner, pod *corev1.Pod) bool 
 			return false
 		}
 	}
-	if o.LabelSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(o.LabelSelector)
-		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
-			return false
-		}
+	if sel != nil && !sel.Matches(labels.Set(pod.Labels)) {
+		return false
 	}
 	return true
 }
@@ -77,6 +101,11 @@ func IsAvailable(r *schedulingv1alpha1.Reservation) bool {
 // unschedulable reason). affinity is the pod's parsed reservation-affinity
 // annotation (nil when absent).
 func Usable(r *schedulingv1alpha1.Reservation, pod *corev1.Pod, affinity *extension.ReservationAffinity) (bool, string) {
+	return UsableBy(r, CompileOwners(r), pod, affinity)
+}
+
+// UsableBy is Usable with r's owners already compiled.
+func UsableBy(r *schedulingv1alpha1.Reservation, owners Owners, pod *corev1.Pod, affinity *extension.ReservationAffinity) (bool, string) {
 	switch {
 	case !IsAvailable(r):
 		return false, fmt.Sprintf("reservation %s is %s", r.Name, phaseOf(r))
@@ -84,11 +113,11 @@ func Usable(r *schedulingv1alpha1.Reservation, pod *corev1.Pod, affinity *extens
 		return false, fmt.Sprintf("reservation %s is unschedulable", r.Name)
 	case extension.IsReservationIgnored(pod):
 		return false, fmt.Sprintf("the pod is labelled %s=true", extension.LabelReservationIgnored)
-	case !IsOwner(r, pod):
+	case !owners.Match(pod):
 		return false, fmt.Sprintf("the pod is not an owner of reservation %s", r.Name)
 	}
 	tolerations := pod.Spec.Tolerations
-	if affinity != nil {
+	if affinity != nil && len(affinity.Tolerations) > 0 {
 		tolerations = append(append([]corev1.Toleration(nil), tolerations...), affinity.Tolerations...)
 	}
 	for i := range r.Spec.Taints {

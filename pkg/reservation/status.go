@@ -27,7 +27,12 @@ func Allocation(r *schedulingv1alpha1.Reservation, pod *corev1.Pod) corev1.Resou
 	if held == nil {
 		held = Requests(r)
 	}
-	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	return AllocationOf(held, resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+}
+
+// AllocationOf is the part of a pod's requests req that a reservation
+// holding held can give it.
+func AllocationOf(held, req corev1.ResourceList) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for name, q := range req {
 		if _, ok := held[name]; ok && !q.IsZero() {

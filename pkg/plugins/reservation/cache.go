@@ -49,6 +49,17 @@ type entry struct {
 	// this scheduler knows about.
 	uses    map[types.UID]corev1.ResourceList
 	assumed map[types.UID]bool
+	// view is what OnNode hands out, recomputed on every change (changes
+	// are rare, reads happen for every pod on every node).
+	view   View
+	owners reservation.Owners
+}
+
+// refresh recomputes e's view after a change.
+func (e *entry) refresh() {
+	alloc := e.allocatedLocked("")
+	e.view = View{Reservation: e.r, Allocatable: e.allocatable, Allocated: alloc,
+		Remaining: reservation.Remaining(e.allocatable, alloc), Owners: len(e.uses), owners: e.owners}
 }
 
 // NewCache returns an empty cache.
@@ -64,6 +75,7 @@ type View struct {
 	Allocated   corev1.ResourceList
 	Remaining   corev1.ResourceList
 	Owners      int
+	owners      reservation.Owners
 }
 
 // SetReservation adds or updates a reservation. One that is not Available
@@ -92,6 +104,7 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) {
 		c.byUID[r.UID] = e
 	}
 	e.r = r
+	e.owners = reservation.CompileOwners(r)
 	e.allocatable = r.Status.Allocatable
 	if len(e.allocatable) == 0 {
 		e.allocatable = reservation.Requests(r)
@@ -108,6 +121,7 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) {
 			delete(c.waiting, uid)
 		}
 	}
+	e.refresh()
 }
 
 // older reports whether resourceVersion a precedes b. The API server's
@@ -184,6 +198,7 @@ func (c *Cache) ObservePod(pod *corev1.Pod) {
 	c.releaseLocked(pod.UID)
 	target.uses[pod.UID] = reservation.Allocation(target.r, pod)
 	c.podRes[pod.UID] = target.r.UID
+	target.refresh()
 }
 
 func (c *Cache) assumedLocked(pod types.UID) bool {
@@ -208,6 +223,7 @@ func (c *Cache) releaseLocked(pod types.UID) {
 		if e := c.byUID[r]; e != nil {
 			delete(e.uses, pod)
 			delete(e.assumed, pod)
+			e.refresh()
 		}
 		delete(c.podRes, pod)
 	}
@@ -234,6 +250,7 @@ func (c *Cache) Assume(uid types.UID, pod *corev1.Pod) error {
 	e.uses[pod.UID] = want
 	e.assumed[pod.UID] = true
 	c.podRes[pod.UID] = uid
+	e.refresh()
 	return nil
 }
 
@@ -273,9 +290,7 @@ func (c *Cache) OnNode(node string) []View {
 	}
 	out := make([]View, 0, len(c.byNode[node]))
 	for _, e := range c.byNode[node] {
-		alloc := e.allocatedLocked("")
-		out = append(out, View{Reservation: e.r, Allocatable: e.allocatable, Allocated: alloc,
-			Remaining: reservation.Remaining(e.allocatable, alloc), Owners: len(e.uses)})
+		out = append(out, e.view)
 	}
 	slices.SortFunc(out, func(a, b View) int { return strings.Compare(a.Reservation.Name, b.Reservation.Name) })
 	return out

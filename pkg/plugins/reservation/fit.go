@@ -24,15 +24,15 @@ type choice struct {
 
 // choose relates pod to views. A placeholder (a reservation being scheduled)
 // consumes none: every reservation on the node is held against it.
-func choose(views []View, pod *corev1.Pod, affinity *extension.ReservationAffinity, placeholder bool) choice {
+func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, affinity *extension.ReservationAffinity, placeholder bool) choice {
 	var c choice
 	var bestLeft int64
 	for i := range views {
 		v := &views[i]
 		if !placeholder {
-			ok, why := reservation.Usable(v.Reservation, pod, affinity)
+			ok, why := reservation.UsableBy(v.Reservation, v.owners, pod, affinity)
 			if ok {
-				alloc := reservation.Allocation(v.Reservation, pod)
+				alloc := reservation.AllocationOf(v.Allocatable, req)
 				if short := shortOf(v.Remaining, alloc); short == "" {
 					left := v.Remaining.Cpu().MilliValue() - alloc.Cpu().MilliValue()
 					if c.use == nil || left < bestLeft {
@@ -46,7 +46,7 @@ func choose(views []View, pod *corev1.Pod, affinity *extension.ReservationAffini
 					why = fmt.Sprintf("reservation %s has %s", v.Reservation.Name, short)
 				}
 			}
-			if reservation.IsOwner(v.Reservation, pod) {
+			if why != "" && v.owners.Match(pod) {
 				c.refused = append(c.refused, why)
 			}
 		}

@@ -159,6 +159,7 @@ type podState struct {
 	affinity    *extension.ReservationAffinity
 	required    bool
 	placeholder bool
+	req         corev1.ResourceList
 	reqMilliCPU int64
 	reqMemory   int64
 	// reserved is the reservation Reserve took for the pod.
@@ -196,6 +197,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		affinity:    affinity,
 		required:    reservation.RequiresReservation(affinity),
 		placeholder: reservation.PlaceholderOf(pod) != "",
+		req:         req,
 		reqMilliCPU: req.Cpu().MilliValue(),
 		reqMemory:   req.Memory().Value(),
 	})
@@ -219,7 +221,7 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 		}
 		return nil
 	}
-	c := choose(views, pod, s.affinity, s.placeholder)
+	c := choose(views, pod, s.req, s.affinity, s.placeholder)
 	if c.use != nil {
 		return nil
 	}
@@ -243,7 +245,7 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, ni
 	if len(views) == 0 {
 		return 0, nil
 	}
-	if choose(views, pod, s.affinity, false).use != nil {
+	if choose(views, pod, s.req, s.affinity, false).use != nil {
 		return fwk.MaxNodeScore, nil
 	}
 	return 0, nil
@@ -262,7 +264,7 @@ func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	if len(views) == 0 {
 		return nil
 	}
-	c := choose(views, pod, s.affinity, false)
+	c := choose(views, pod, s.req, s.affinity, false)
 	if c.use == nil {
 		return nil
 	}
