@@ -58,8 +58,11 @@ type entry struct {
 // refresh recomputes e's view after a change.
 func (e *entry) refresh() {
 	alloc := e.allocatedLocked("")
-	e.view = View{Reservation: e.r, Allocatable: e.allocatable, Allocated: alloc,
-		Remaining: reservation.Remaining(e.allocatable, alloc), Owners: len(e.uses), owners: e.owners}
+	rem := reservation.Remaining(e.allocatable, alloc)
+	_, holdsCPU := e.allocatable[corev1.ResourceCPU]
+	_, holdsMemory := e.allocatable[corev1.ResourceMemory]
+	e.view = View{Reservation: e.r, Allocatable: e.allocatable, Allocated: alloc, Remaining: rem, Owners: len(e.uses), owners: e.owners,
+		remMilliCPU: rem.Cpu().MilliValue(), remMemory: rem.Memory().Value(), holdsCPU: holdsCPU, holdsMemory: holdsMemory}
 }
 
 // NewCache returns an empty cache.
@@ -76,6 +79,9 @@ type View struct {
 	Remaining   corev1.ResourceList
 	Owners      int
 	owners      reservation.Owners
+	// CPU and memory, what Filter reads for every pod, as integers.
+	remMilliCPU, remMemory int64
+	holdsCPU, holdsMemory  bool
 }
 
 // SetReservation adds or updates a reservation. One that is not Available

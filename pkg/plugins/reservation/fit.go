@@ -27,14 +27,17 @@ type choice struct {
 func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, affinity *extension.ReservationAffinity, placeholder bool) choice {
 	var c choice
 	var bestLeft int64
+	reqMilliCPU, reqMemory := req.Cpu().MilliValue(), req.Memory().Value()
 	for i := range views {
 		v := &views[i]
 		if !placeholder {
 			ok, why := reservation.UsableBy(v.Reservation, v.owners, pod, affinity)
 			if ok {
-				alloc := reservation.AllocationOf(v.Allocatable, req)
-				if short := shortOf(v.Remaining, alloc); short == "" {
-					left := v.Remaining.Cpu().MilliValue() - alloc.Cpu().MilliValue()
+				if short := v.shortFor(req, reqMilliCPU, reqMemory); short == "" {
+					left := v.remMilliCPU
+					if v.holdsCPU {
+						left -= reqMilliCPU
+					}
 					if c.use == nil || left < bestLeft {
 						if c.use != nil {
 							c.hold(c.use)
@@ -56,14 +59,26 @@ func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, affinity *ex
 }
 
 func (c *choice) hold(v *View) {
-	c.heldMilliCPU += v.Remaining.Cpu().MilliValue()
-	c.heldMemory += v.Remaining.Memory().Value()
+	c.heldMilliCPU += v.remMilliCPU
+	c.heldMemory += v.remMemory
 }
 
-// shortOf names the first resource of want that left cannot cover, "" when it covers all.
-func shortOf(left, want corev1.ResourceList) string {
-	for name, q := range want {
-		if l := left[name]; q.Cmp(l) > 0 {
+// shortFor names the first resource the reservation holds that it has too
+// little of left for a pod requesting req, "" when it has room.
+func (v *View) shortFor(req corev1.ResourceList, reqMilliCPU, reqMemory int64) string {
+	if v.holdsCPU && reqMilliCPU > v.remMilliCPU {
+		l := v.Remaining[corev1.ResourceCPU]
+		return fmt.Sprintf("%s cpu left, the pod needs %dm", l.String(), reqMilliCPU)
+	}
+	if v.holdsMemory && reqMemory > v.remMemory {
+		l := v.Remaining[corev1.ResourceMemory]
+		return fmt.Sprintf("%s memory left, the pod needs %d", l.String(), reqMemory)
+	}
+	for name, q := range req {
+		if name == corev1.ResourceCPU || name == corev1.ResourceMemory || q.IsZero() {
+			continue
+		}
+		if l, held := v.Remaining[name]; held && q.Cmp(l) > 0 {
 			return fmt.Sprintf("%s %s left, the pod needs %s", l.String(), name, q.String())
 		}
 	}
