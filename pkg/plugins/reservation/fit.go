@@ -30,7 +30,9 @@ func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, affinity *ex
 	reqMilliCPU, reqMemory := req.Cpu().MilliValue(), req.Memory().Value()
 	for i := range views {
 		v := &views[i]
-		if !placeholder {
+		// Most pods own none of a node's reservations: settle those before
+		// UsableBy, whose reasons (formatted strings) only owners need.
+		if !placeholder && v.owners.Match(pod) {
 			ok, why := reservation.UsableBy(v.Reservation, v.owners, pod, affinity)
 			if ok {
 				if short := v.shortFor(req, reqMilliCPU, reqMemory); short == "" {
@@ -49,7 +51,7 @@ func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, affinity *ex
 					why = fmt.Sprintf("reservation %s has %s", v.Reservation.Name, short)
 				}
 			}
-			if why != "" && v.owners.Match(pod) {
+			if why != "" {
 				c.refused = append(c.refused, why)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -382,6 +383,5 @@ func ownedBy(pod *corev1.Pod, r *schedulingv1alpha1.Reservation) bool {
 }
 
 func podRequests(pod *corev1.Pod) corev1.ResourceList {
-	r := &schedulingv1alpha1.Reservation{Spec: schedulingv1alpha1.ReservationSpec{Template: &corev1.PodTemplateSpec{Spec: pod.Spec}}}
-	return reservation.Requests(r)
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }
