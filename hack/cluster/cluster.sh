@@ -45,6 +45,9 @@ need_root() { [[ $(id -u) == 0 ]] || die "must run as root (kubelet and containe
 
 build() {
 	mkdir -p "$BIN"
+	# Built as these projects build them by default (the Makefile exports
+	# CGO_ENABLED=0 for Koord's own binaries; that is not meant for these).
+	export CGO_ENABLED=1
 	local ld="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
 	log "building etcd and the Kubernetes components ($KUBE_VERSION)"
 	(cd "$ROOT/hack/cluster/kube" && go build -o "$BIN/" -ldflags "$ld" \
