@@ -6,6 +6,7 @@ package loadaware
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
 	"github.com/koord-project/koord/pkg/plugins/koordclient"
+	"github.com/koord-project/koord/pkg/reservation"
 )
 
 // Name is the plugin's registered name.
@@ -223,13 +225,50 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		usage, prod = custom.usage, custom.prod
 	}
 	alloc := nodeInfo.GetAllocatable()
-	if st := p.check(est.filterUsage, s.estimate, usage, alloc, ""); st != nil {
+	podEst := p.withReservations(state, node.Name, s.estimate)
+	if st := p.check(est.filterUsage, podEst, usage, alloc, ""); st != nil {
 		return st
 	}
 	if s.prod && hasAny(prod) {
-		return p.check(est.prodUsage, s.estimate, prod, alloc, "prod ")
+		return p.check(est.prodUsage, podEst, prod, alloc, "prod ")
 	}
 	return nil
+}
+
+// withReservations adds to a pod's estimate what the node's reservations
+// hold against it (those it does not consume), estimated as if their owners
+// ran there already: their owners are coming, and a node filled up to its
+// thresholds meanwhile would turn them away. Nodes without reservations
+// cost nothing.
+func (p *Plugin) withReservations(state fwk.CycleState, node string, est vector) vector {
+	holds := reservation.HoldsOf(state)
+	if holds == nil {
+		return est
+	}
+	_, held := holds.On(node)
+	if len(held) == 0 {
+		return est
+	}
+	out := slices.Clone(est)
+	for _, h := range held {
+		for i, name := range p.resources {
+			var amount int64
+			switch name {
+			case corev1.ResourceCPU:
+				amount = h.MilliCPU
+			case corev1.ResourceMemory:
+				amount = h.Memory
+			default:
+				continue
+			}
+			factor, ok := p.args.EstimatedScalingFactors[name]
+			if !ok {
+				factor = 100
+			}
+			out[i] += amount * factor / 100
+		}
+	}
+	return out
 }
 
 func hasAny(v []int64) bool {
@@ -299,6 +338,7 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 		usage = est.prodUsage
 	}
 	alloc := nodeInfo.GetAllocatable()
+	podEst := p.withReservations(state, nodeInfo.Node().Name, s.estimate)
 	var total int64
 	for i, w := range p.weights {
 		if w == 0 {
@@ -308,7 +348,7 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 		if a <= 0 {
 			continue
 		}
-		used := min(usage[i]+s.estimate[i], a)
+		used := min(usage[i]+podEst[i], a)
 		score := (a - used) * fwk.MaxNodeScore / a
 		if p.args.ScoringStrategy == config.MostUsed {
 			score = used * fwk.MaxNodeScore / a
@@ -340,6 +380,8 @@ func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, 
 		{Event: fwk.ClusterEvent{Resource: nodeMetricEvent, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: p.queueOnNodeMetric},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeAnnotation}},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
+		// A reservation consumed, ended or deleted stops holding load.
+		{Event: fwk.ClusterEvent{Resource: reservation.SchedulerEvent, ActionType: fwk.Update | fwk.Delete}},
 	}, nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/koord-project/koord/apis/config"
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/pkg/reservation"
 )
 
 // Name is the plugin's registered name.
@@ -44,6 +45,7 @@ var (
 	_ fwk.ScorePlugin       = &Plugin{}
 	_ fwk.ReservePlugin     = &Plugin{}
 	_ fwk.PreBindPlugin     = &Plugin{}
+	_ fwk.PostBindPlugin    = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
 )
 
@@ -206,6 +208,8 @@ func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, 
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
+		// A reservation that ends or is consumed releases the CPUs it pinned.
+		{Event: fwk.ClusterEvent{Resource: reservation.SchedulerEvent, ActionType: fwk.Update | fwk.Delete}},
 	}, nil
 }
 
@@ -277,6 +281,7 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 		p.turnAway(st, pod)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
+	view, _ = p.forPod(cs, nodeInfo.Node().Name, view)
 	if _, err := fit(view, req, b, false); err != nil {
 		p.turnAway(st, pod)
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
@@ -407,6 +412,7 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 	if err != nil {
 		return 0, nil
 	}
+	view, _ = p.forPod(cs, nodeInfo.Node().Name, view)
 	pl, err := fit(view, req, b, p.numaScore.most)
 	if err != nil {
 		return 0, nil
@@ -485,13 +491,18 @@ func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	pl, err := fit(view, req, b, p.numaScore.most)
-	if err != nil {
-		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	view, own := p.forPod(cs, nodeName, view)
+	var cpus cpuset.CPUSet
+	if own != nil {
+		// An owner takes the CPUs its reservation pinned first.
+		cpus, err = p.choose(own, req, b)
 	}
-	cpus, err := view.Topo.Choose(pl.available, pl.req)
-	if err != nil {
-		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	if own == nil || err != nil {
+		// No reservation pinned CPUs for it, or the one it consumes has too
+		// few left: any CPU it may use.
+		if cpus, err = p.choose(view, req, b); err != nil {
+			return fwk.NewStatus(fwk.Unschedulable, err.Error())
+		}
 	}
 	alloc := Allocation{CPUs: cpus, Exclusive: req.exclusive, Memory: splitMemory(view.Topo, cpus, req.memory)}
 	annotation, err := resourceStatus(view.Topo, alloc)
@@ -507,6 +518,15 @@ func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	cs.Write(reservedKey, &reserved{alloc: alloc, status: annotation})
 	klog.FromContext(ctx).V(4).Info("Reserved CPUs", "pod", klog.KObj(pod), "node", nodeName, "cpuset", cpus.String())
 	return nil
+}
+
+// choose picks the pod's CPUs from view, by its policies.
+func (p *Plugin) choose(view *NodeView, req *podRequest, b binding) (cpuset.CPUSet, error) {
+	pl, err := fit(view, req, b, p.numaScore.most)
+	if err != nil {
+		return cpuset.New(), err
+	}
+	return view.Topo.Choose(pl.available, pl.req)
 }
 
 // splitMemory charges the pod's memory to the NUMA nodes of its CPUs, in
@@ -568,6 +588,19 @@ func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ *corev
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+}
+
+// PostBind lets go of a reservation's placeholder: the Reservation plugin's
+// Bind has just made the CPUs chosen for it the reservation's own, which
+// holds them from then on (through reservation.Holds); the placeholder itself
+// never runs.
+func (p *Plugin) PostBind(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
+	if reservation.PlaceholderOf(pod) == "" {
+		return
+	}
+	if _, err := cs.Read(reservedKey); err == nil {
+		p.state.Forget(pod.UID)
+	}
 }
 
 // PreBind writes the chosen CPUs on the pod for koordlet, before the pod is

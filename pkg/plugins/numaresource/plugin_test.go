@@ -26,6 +26,7 @@ import (
 	configv1 "github.com/koord-project/koord/apis/config/v1"
 	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/internal/topologytest"
+	"github.com/koord-project/koord/pkg/reservation"
 )
 
 const gi = int64(1) << 30
@@ -70,6 +71,8 @@ type fixture struct {
 	p     *Plugin
 	h     *testHandle
 	nodes map[string]*corev1.Node
+	// holds, when set, stands in for the Reservation plugin's PreFilter.
+	holds reservation.Holds
 }
 
 // newFixture builds the plugin over nodes; each node with a topology gets it
@@ -118,6 +121,9 @@ func withQoS(p *corev1.Pod, q string) *corev1.Pod { p.Labels[extension.LabelPodQ
 // status (nil unless it failed or skipped) and each node's Filter status.
 func (f *fixture) cycle(pod *corev1.Pod) (fwk.CycleState, *fwk.Status, map[string]*fwk.Status) {
 	cs := framework.NewCycleState()
+	if f.holds != nil {
+		cs.Write(reservation.HoldsStateKey, f.holds)
+	}
 	_, st := f.p.PreFilter(context.Background(), cs, pod, nil)
 	if !st.IsSuccess() {
 		return cs, st, nil

@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"k8s.io/utils/cpuset"
+
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	"github.com/koord-project/koord/pkg/reservation"
@@ -53,6 +55,9 @@ type entry struct {
 	// are rare, reads happen for every pod on every node).
 	view   View
 	owners reservation.Owners
+	// cpus and numaMemory are what NodeNUMAResource pinned for it.
+	cpus       cpuset.CPUSet
+	numaMemory map[int]int64
 }
 
 // refresh recomputes e's view after a change.
@@ -63,6 +68,12 @@ func (e *entry) refresh() {
 	_, holdsMemory := e.allocatable[corev1.ResourceMemory]
 	e.view = View{Reservation: e.r, Allocatable: e.allocatable, Allocated: alloc, Remaining: rem, Owners: len(e.uses), owners: e.owners,
 		remMilliCPU: rem.Cpu().MilliValue(), remMemory: rem.Memory().Value(), holdsCPU: holdsCPU, holdsMemory: holdsMemory}
+	consumers := make([]types.UID, 0, len(e.uses))
+	for pod := range e.uses {
+		consumers = append(consumers, pod)
+	}
+	e.view.hold = reservation.Hold{Name: e.r.Name, UID: e.r.UID, MilliCPU: e.view.remMilliCPU, Memory: e.view.remMemory,
+		CPUs: e.cpus, NUMAMemory: e.numaMemory, Consumers: consumers}
 }
 
 // NewCache returns an empty cache.
@@ -82,24 +93,28 @@ type View struct {
 	// CPU and memory, what Filter reads for every pod, as integers.
 	remMilliCPU, remMemory int64
 	holdsCPU, holdsMemory  bool
+	// hold is the view as other plugins see it.
+	hold reservation.Hold
 }
 
 // SetReservation adds or updates a reservation. One that is not Available
 // (pending, succeeded, failed, or without a node) holds nothing and is
-// dropped, and so are the uses recorded against it.
-func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) {
+// dropped, and so are the uses recorded against it. A malformed
+// resource-status annotation is returned as an error; the reservation is
+// still recorded, with the CPUs it pinned before (none if it is new).
+func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Events arrive from two informers (ours and the scheduler's, through
 	// the queueing hint) and from Bind: never step back to an older version.
 	if _, deleted := c.gone[r.UID]; deleted || older(r.ResourceVersion, c.versions[r.UID]) {
-		return
+		return nil
 	}
 	c.versions[r.UID] = r.ResourceVersion
 	old := c.byUID[r.UID]
 	if !reservation.IsAvailable(r) {
 		c.dropLocked(r.UID)
-		return
+		return nil
 	}
 	if old != nil && old.r.Status.NodeName != r.Status.NodeName {
 		delete(c.byNode[old.r.Status.NodeName], r.UID)
@@ -111,6 +126,12 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) {
 	}
 	e.r = r
 	e.owners = reservation.CompileOwners(r)
+	cpus, numaMemory, pinErr := reservation.Pinning(r)
+	if pinErr == nil {
+		e.cpus, e.numaMemory = cpus, numaMemory
+	} else if old == nil {
+		e.cpus = cpuset.New()
+	}
 	e.allocatable = r.Status.Allocatable
 	if len(e.allocatable) == 0 {
 		e.allocatable = reservation.Requests(r)
@@ -128,6 +149,7 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) {
 		}
 	}
 	e.refresh()
+	return pinErr
 }
 
 // older reports whether resourceVersion a precedes b. The API server's

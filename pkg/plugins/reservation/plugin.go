@@ -27,7 +27,9 @@ import (
 // Name is the plugin's name in profiles.
 const Name = "Reservation"
 
-const stateKey fwk.StateKey = Name
+// stateKey is shared: the pod's state is also its reservation.Holds, which
+// NodeNUMAResource and LoadAwareScheduling read.
+const stateKey = reservation.HoldsStateKey
 
 var (
 	_ fwk.PreFilterPlugin   = &Plugin{}
@@ -39,9 +41,6 @@ var (
 	_ fwk.EnqueueExtensions = &Plugin{}
 )
 
-// reservationEvent is how the scheduler names Reservation events (resource.version.group).
-const reservationEvent fwk.EventResource = "reservations.v1alpha1.scheduling.koordinator.sh"
-
 // Plugin holds Available reservations' resources for their owners, lets
 // owners consume them, and turns placeholder pods into Available
 // reservations (see reservation.PlaceholderAnnotation).
@@ -49,6 +48,7 @@ type Plugin struct {
 	handle fwk.Handle
 	koord  koordclientset.Interface
 	cache  *Cache
+	logger klog.Logger
 
 	synced []cache.InformerSynced
 	ready  atomic.Bool
@@ -63,7 +63,7 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{handle: h, koord: client, cache: NewCache()}
+	p := &Plugin{handle: h, koord: client, cache: NewCache(), logger: klog.FromContext(ctx).WithName(Name)}
 	factory := koordinformers.NewSharedInformerFactory(client, 0)
 	rInformer := factory.Scheduling().V1alpha1().Reservations().Informer()
 	rReg, err := rInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -92,7 +92,13 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 
 func (p *Plugin) onReservation(obj any) {
 	if r := asReservation(obj); r != nil {
-		p.cache.SetReservation(r)
+		p.setReservation(p.logger, r)
+	}
+}
+
+func (p *Plugin) setReservation(logger klog.Logger, r *schedulingv1alpha1.Reservation) {
+	if err := p.cache.SetReservation(r); err != nil {
+		logger.Error(err, "Keeping the CPUs the reservation pinned before", "reservation", r.Name)
 	}
 }
 
@@ -123,7 +129,7 @@ func asReservation(obj any) *schedulingv1alpha1.Reservation {
 // pod in (an owner) or out (everyone else); so can a pod that leaves.
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: reservationEvent, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: p.queueOnReservation},
+		{Event: fwk.ClusterEvent{Resource: reservation.SchedulerEvent, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: p.queueOnReservation},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
 	}, nil
 }
@@ -131,9 +137,9 @@ func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, 
 // queueOnReservation also records the reservation: the scheduler's informer,
 // which calls it, may run ahead of the plugin's, and the pod it re-queues
 // must be filtered with this version.
-func (p *Plugin) queueOnReservation(_ klog.Logger, _ *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+func (p *Plugin) queueOnReservation(logger klog.Logger, _ *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
 	if r := asReservation(newObj); r != nil {
-		p.cache.SetReservation(r)
+		p.setReservation(logger, r)
 	} else if r := asReservation(oldObj); r != nil {
 		p.cache.DeleteReservation(r.UID)
 	}
@@ -157,17 +163,47 @@ func (p *Plugin) onPodDelete(obj any) {
 
 // podState is what PreFilter learns once per pod.
 type podState struct {
+	pod         *corev1.Pod
+	cache       *Cache
 	affinity    *extension.ReservationAffinity
 	required    bool
 	placeholder bool
 	req         corev1.ResourceList
 	reqMilliCPU int64
 	reqMemory   int64
-	// reserved is the reservation Reserve took for the pod.
-	reserved *schedulingv1alpha1.Reservation
+	// reserved is the reservation Reserve took for the pod, on reservedNode.
+	reserved     *schedulingv1alpha1.Reservation
+	reservedNode string
 }
 
 func (s *podState) Clone() fwk.StateData { c := *s; return &c }
+
+var _ reservation.Holds = &podState{}
+
+// On tells the other plugins which of node's reservations the pod consumes
+// (the one Reserve took, or the one it would take) and which it may not touch.
+func (s *podState) On(node string) (*reservation.Hold, []reservation.Hold) {
+	views := s.cache.OnNode(node)
+	if len(views) == 0 {
+		return nil, nil
+	}
+	var use types.UID
+	if s.reserved != nil && s.reservedNode == node {
+		use = s.reserved.UID
+	} else if c := choose(views, s.pod, s.req, s.affinity, s.placeholder); c.use != nil {
+		use = c.use.Reservation.UID
+	}
+	var taken *reservation.Hold
+	held := make([]reservation.Hold, 0, len(views))
+	for i := range views {
+		if h := views[i].hold; h.UID == use {
+			taken = &h
+		} else {
+			held = append(held, h)
+		}
+	}
+	return taken, held
+}
 
 func getState(cs fwk.CycleState) *podState {
 	v, err := cs.Read(stateKey)
@@ -195,6 +231,8 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	}
 	req := podRequests(pod)
 	cs.Write(stateKey, &podState{
+		pod:         pod,
+		cache:       p.cache,
 		affinity:    affinity,
 		required:    reservation.RequiresReservation(affinity),
 		placeholder: reservation.PlaceholderOf(pod) != "",
@@ -272,7 +310,7 @@ func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	if err := p.cache.Assume(c.use.Reservation.UID, pod); err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	s.reserved = c.use.Reservation
+	s.reserved, s.reservedNode = c.use.Reservation, nodeName
 	return nil
 }
 
@@ -280,7 +318,7 @@ func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 func (p *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
 	if s := getState(cs); s != nil && s.reserved != nil {
 		p.cache.Unassume(pod.UID)
-		s.reserved = nil
+		s.reserved, s.reservedNode = nil, ""
 	}
 }
 
@@ -364,7 +402,7 @@ func (p *Plugin) Bind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	}
 	// Held from this moment, before the informer brings the update: the
 	// placeholder's resources leave the scheduler's cache when it is deleted.
-	p.cache.SetReservation(updated)
+	p.setReservation(logger, updated)
 	err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		logger.Error(err, "deleting the placeholder of an Available reservation; koord-manager will", "pod", klog.KObj(pod), "reservation", name)

@@ -2,6 +2,7 @@ package reservation
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,5 +147,59 @@ func TestFullestFitAndPlaceholders(t *testing.T) {
 	ph.Annotations = map[string]string{reservation.PlaceholderAnnotation: "r3"}
 	if _, st := run(t, p, ph, nodeInfo("1")); st.IsSuccess() || !strings.Contains(st.Message(), "reservations hold 3000m of the node's 3000m free CPU") {
 		t.Errorf("a placeholder on a node fully held by reservations: %v", st)
+	}
+}
+
+// The other plugins learn from the pod's state which reservation it
+// consumes on a node and which are held against it, with what each pinned.
+func TestHoldsForOtherPlugins(t *testing.T) {
+	pinned := withOwners(available("pinned", "n1", "2"), "db")
+	pinned.ResourceVersion = "10"
+	pinned.Annotations = map[string]string{extension.AnnotationResourceStatus: `{"cpuset":"2-3","numaNodeResources":[{"node":1,"resources":{"cpu":"2","memory":"1Gi"}}]}`}
+	p := testPlugin(pinned, withOwners(available("plain", "n1", "1"), "web"))
+	ctx := context.Background()
+
+	cs, st := run(t, p, appPod("db-0", "db", "2"), nodeInfo())
+	if !st.IsSuccess() {
+		t.Fatal(st.AsError())
+	}
+	holds := reservation.HoldsOf(cs)
+	if holds == nil {
+		t.Fatal("no reservation.Holds in the cycle state")
+	}
+	use, held := holds.On("n1")
+	if use == nil || use.Name != "pinned" || use.CPUs.String() != "2-3" || use.NUMAMemory[1] != 1<<30 || use.MilliCPU != 2000 {
+		t.Fatalf("owner's reservation %+v, want pinned with CPUs 2-3 and 1Gi on NUMA node 1", use)
+	}
+	if len(held) != 1 || held[0].Name != "plain" || held[0].Pinned() {
+		t.Fatalf("held against the owner %+v, want plain, pinning nothing", held)
+	}
+	if u, h := holds.On("n2"); u != nil || h != nil {
+		t.Errorf("a node without reservations: %v %v", u, h)
+	}
+	// After Reserve it is the reservation taken, and it counts the owner.
+	if s := p.Reserve(ctx, cs, appPod("db-0", "db", "2"), "n1"); !s.IsSuccess() {
+		t.Fatal(s.AsError())
+	}
+	if use, _ = holds.On("n1"); use == nil || len(use.Consumers) != 1 || use.MilliCPU != 0 {
+		t.Errorf("after Reserve: %+v, want pinned with the owner as its consumer and nothing left", use)
+	}
+
+	cs, _ = run(t, p, appPod("other", "batch", "1"), nodeInfo())
+	if use, held := reservation.HoldsOf(cs).On("n1"); use != nil || len(held) != 2 {
+		t.Errorf("a stranger: use %v, held %d, want none and both", use, len(held))
+	}
+
+	// A malformed resource-status names the key and keeps what was pinned.
+	bad := pinned.DeepCopy()
+	bad.ResourceVersion = "11"
+	bad.Annotations[extension.AnnotationResourceStatus] = `{"cpuset":"x"}`
+	if err := p.cache.SetReservation(bad); err == nil || !strings.Contains(err.Error(), extension.AnnotationResourceStatus) {
+		t.Fatalf("malformed resource-status: %v", err)
+	}
+	cs, _ = run(t, p, appPod("db-1", "db", "1"), nodeInfo())
+	_, held = reservation.HoldsOf(cs).On("n1") // pinned has nothing left for db-1
+	if i := slices.IndexFunc(held, func(h reservation.Hold) bool { return h.Name == "pinned" }); i < 0 || held[i].CPUs.String() != "2-3" {
+		t.Errorf("after a malformed update: %+v, want pinned still holding 2-3", held)
 	}
 }

@@ -1,0 +1,55 @@
+package loadaware
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/koord-project/koord/pkg/reservation"
+)
+
+type holdsOf struct {
+	use  *reservation.Hold
+	held []reservation.Hold
+}
+
+func (h *holdsOf) Clone() fwk.StateData                              { return h }
+func (h *holdsOf) On(string) (*reservation.Hold, []reservation.Hold) { return h.use, h.held }
+
+// What a reservation has left counts as estimated load for every pod but
+// the owner consuming it, in Filter and in Score.
+func TestReservationsCountAsLoad(t *testing.T) {
+	p := newPlugin(defaultArgs(t, nil), nil, (&clock{t0}).now)
+	node := makeNode("n1", "10", "100Gi")
+	p.cache.setMetric("n1", metric("n1", t0.Add(-10*time.Second), "4", "10Gi"))
+	r := reservation.Hold{Name: "r", UID: "r", MilliCPU: 2000, Memory: 1 << 30}
+	pod := makePod("p", rl("1", "100Mi"), nil, 0) // estimate 850m
+
+	run := func(h reservation.Holds) (int64, error) {
+		cs := framework.NewCycleState()
+		cs.Write(reservation.HoldsStateKey, h)
+		p.PreFilter(context.Background(), cs, pod, nil)
+		var err error
+		if st := p.Filter(context.Background(), cs, pod, nodeInfo(node)); !st.IsSuccess() {
+			err = st.AsError()
+		}
+		s, _ := p.Score(context.Background(), cs, pod, nodeInfo(node))
+		return s, err
+	}
+	// 40% measured + 8.5% pod + 17% held (2000m × 85%) = 65.5% > 65%.
+	heldScore, err := run(&holdsOf{held: []reservation.Hold{r}})
+	if err == nil || !strings.Contains(err.Error(), "cpu usage would be 65 percent") {
+		t.Errorf("a stranger beside a 2-CPU reservation: %v, want a cpu rejection", err)
+	}
+	ownScore, err := run(&holdsOf{use: &r})
+	if err != nil {
+		t.Errorf("the owner consuming it: %v", err)
+	}
+	if heldScore >= ownScore {
+		t.Errorf("score with the reservation held %d, as its owner %d: held load must lower it", heldScore, ownScore)
+	}
+}

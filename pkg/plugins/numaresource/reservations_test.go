@@ -1,0 +1,109 @@
+package numaresource
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/cpuset"
+
+	"github.com/koord-project/koord/internal/topologytest"
+	"github.com/koord-project/koord/pkg/reservation"
+)
+
+// holdsOf is what the Reservation plugin would say for one pod: the
+// reservation it consumes (if any) and the ones held against it, on n1.
+type holdsOf struct {
+	use  *reservation.Hold
+	held []reservation.Hold
+}
+
+func (h *holdsOf) Clone() fwk.StateData { return h }
+func (h *holdsOf) On(node string) (*reservation.Hold, []reservation.Hold) {
+	if node != "n1" {
+		return nil, nil
+	}
+	return h.use, h.held
+}
+
+// A reservation's placeholder gets CPUs like any binding pod; once it is
+// bound (turned into the reservation), the reservation holds them: no other
+// pod gets them, and its owner gets exactly them.
+func TestReservationPinnedCPUs(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, defaultArgs(t, nil), node("n1", nil))
+	f.publish("n1", topologytest.Linux(1, 2, 4, 2, 8*gi))
+
+	ph := lsr("reservation-r1", "4", "2Gi", map[string]string{reservation.PlaceholderAnnotation: "r1"})
+	cs, st, _ := f.cycle(ph)
+	if st != nil {
+		t.Fatal(st.AsError())
+	}
+	if s := f.p.Reserve(ctx, cs, ph, "n1"); !s.IsSuccess() {
+		t.Fatal(s.AsError())
+	}
+	d, err := cs.Read(reservedKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := d.(*reserved).alloc
+	f.p.PostBind(ctx, cs, ph, "n1")
+	if held := f.p.state.Held("n1"); !held.IsEmpty() {
+		t.Fatalf("after the placeholder's bind the plugin still holds %s for it", held)
+	}
+	r1 := reservation.Hold{Name: "r1", UID: "r1", MilliCPU: 4000, Memory: 2 * gi, CPUs: pinned.CPUs, NUMAMemory: pinned.Memory}
+
+	// Everyone else: 12 CPUs left, never the reservation's.
+	f.holds = &holdsOf{held: []reservation.Hold{r1}}
+	for i := 0; i < 6; i++ {
+		got := mustSchedule(t, f, lsr(fmt.Sprintf("p%d", i), "2", "", nil), "n1").CPUs()
+		if !got.Intersection(pinned.CPUs).IsEmpty() {
+			t.Fatalf("non-owner p%d got %s, reservation r1 pinned %s", i, got, pinned.CPUs)
+		}
+	}
+	if _, err := f.schedule(lsr("p6", "2", "", nil), "n1"); err == nil || !strings.Contains(err.Error(), "0 free whole cores") {
+		t.Fatalf("a non-owner with only the reservation's CPUs free: %v", err)
+	}
+	// A memory-hungry single-NUMA non-owner does not get the memory the
+	// reservation pinned on its NUMA node either.
+	numa := f.p.state.nodes["n1"].topo.NUMANodeOf(pinned.CPUs.List()[0])
+	view, _ := f.p.state.View("n1")
+	narrowed, own := f.p.forPod(withHolds(f.holds), "n1", view)
+	if own != nil || narrowed.MemoryFree[numa] != view.MemoryFree[numa]-2*gi {
+		t.Errorf("non-owner sees %d bytes free on NUMA node %d, want %d", narrowed.MemoryFree[numa], numa, view.MemoryFree[numa]-2*gi)
+	}
+
+	// The owner gets the very CPUs held for it.
+	f.holds = &holdsOf{use: &r1}
+	got := mustSchedule(t, f, lsr("owner", "4", "2Gi", nil), "n1")
+	if !got.CPUs().Equals(pinned.CPUs) {
+		t.Fatalf("owner got %s, reservation r1 pinned %s", got.CPUs(), pinned.CPUs)
+	}
+	// What the owner took is no longer the reservation's to hold.
+	r1.Consumers = []types.UID{"owner"}
+	if m := f.p.unusedMemory("n1", &r1); m[numa] != 0 {
+		t.Errorf("reservation memory left on NUMA node %d after its owner took it: %d", numa, m[numa])
+	}
+}
+
+// An owner needing more than its reservation pinned gets CPUs from the rest.
+func TestReservationOwnerNeedsMore(t *testing.T) {
+	f := newFixture(t, defaultArgs(t, nil), node("n1", nil))
+	f.publish("n1", topologytest.Linux(1, 2, 4, 2, 8*gi))
+	r1 := reservation.Hold{Name: "r1", UID: "r1", CPUs: cpuset.New(0, 1)}
+	f.holds = &holdsOf{use: &r1}
+	got := mustSchedule(t, f, lsr("owner", "4", "", nil), "n1").CPUs()
+	if got.Size() != 4 {
+		t.Fatalf("owner got %s", got)
+	}
+}
+
+func withHolds(h reservation.Holds) fwk.CycleState {
+	cs := framework.NewCycleState()
+	cs.Write(reservation.HoldsStateKey, h)
+	return cs
+}

@@ -1,0 +1,86 @@
+package reservation
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/cpuset"
+
+	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+)
+
+// Hold is what one Available reservation keeps on its node, as other
+// scheduler plugins need it: the Reservation plugin decides who may use a
+// reservation; NodeNUMAResource and LoadAwareScheduling must count what it
+// holds against everyone else.
+type Hold struct {
+	Name string
+	UID  types.UID
+	// MilliCPU and Memory are what is left of it (allocatable − allocated).
+	MilliCPU, Memory int64
+	// CPUs and NUMAMemory (bytes per NUMA node id) are the specific CPUs
+	// and memory NodeNUMAResource chose for its template, from its
+	// resource-status annotation; empty when the template binds none.
+	CPUs       cpuset.CPUSet
+	NUMAMemory map[int]int64
+	// Consumers are the pods using it: what they hold is theirs now.
+	Consumers []types.UID
+}
+
+// Pinned reports whether the reservation holds specific CPUs or NUMA memory.
+func (h *Hold) Pinned() bool { return !h.CPUs.IsEmpty() || len(h.NUMAMemory) > 0 }
+
+// SchedulerEvent is how the scheduler names Reservation events
+// (resource.version.group) in EventsToRegister.
+const SchedulerEvent fwk.EventResource = "reservations.v1alpha1.scheduling.koordinator.sh"
+
+// HoldsStateKey is where the Reservation plugin's PreFilter leaves a pod's
+// Holds in its scheduling cycle.
+const HoldsStateKey fwk.StateKey = "koord.sh/reservation-holds"
+
+// Holds relates the pod of one scheduling cycle to the reservations of any
+// node.
+type Holds interface {
+	fwk.StateData
+	// On returns the reservation the pod would consume on node (after
+	// Reserve, the one it took) and the node's other reservations, which
+	// are held against it. Nodes without reservations cost no allocation.
+	On(node string) (use *Hold, held []Hold)
+}
+
+// HoldsOf returns the pod's Holds, nil when the Reservation plugin is not in
+// the profile (then no reservation exists for the scheduler).
+func HoldsOf(cs fwk.CycleState) Holds {
+	d, err := cs.Read(HoldsStateKey)
+	if err != nil {
+		return nil
+	}
+	h, _ := d.(Holds)
+	return h
+}
+
+// Pinning reads the CPUs and per-NUMA-node memory a reservation was given
+// (its resource-status annotation, copied from its placeholder). A
+// malformed annotation is an error naming the key.
+func Pinning(r *schedulingv1alpha1.Reservation) (cpuset.CPUSet, map[int]int64, error) {
+	if _, ok := r.Annotations[extension.AnnotationResourceStatus]; !ok {
+		return cpuset.New(), nil, nil
+	}
+	st, err := extension.GetResourceStatus(r.Annotations)
+	if err != nil {
+		return cpuset.New(), nil, fmt.Errorf("reservation %s: %w", r.Name, err)
+	}
+	var mem map[int]int64
+	for _, n := range st.NUMANodeResources {
+		if q, ok := n.Resources[corev1.ResourceMemory]; ok && !q.IsZero() {
+			if mem == nil {
+				mem = map[int]int64{}
+			}
+			mem[int(n.Node)] += q.Value()
+		}
+	}
+	return st.CPUs(), mem, nil
+}
