@@ -40,3 +40,9 @@ var PriorityClasses []byte
 //
 //go:embed samples/workload.yaml
 var SampleWorkload []byte
+
+// SampleReservation is manifests/samples/reservation.yaml: a Reservation, a
+// pod that is not its owner and one that is, to apply in that order.
+//
+//go:embed samples/reservation.yaml
+var SampleReservation []byte

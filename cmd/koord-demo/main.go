@@ -19,12 +19,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/manifests"
+	"github.com/koord-project/koord/pkg/features"
+	"github.com/koord-project/koord/pkg/slo/manager"
 )
 
 func main() {
@@ -80,7 +85,7 @@ func run(keep bool) error {
 	klog.SetOutput(f)
 
 	start := time.Now()
-	fmt.Println("Starting etcd, kube-apiserver (with Koord CRDs) and koord-scheduler in this process...")
+	fmt.Println("Starting etcd, kube-apiserver (with Koord CRDs), koord-scheduler and koord-manager in this process...")
 	tb := controlplane.NewProcessTB("koord-demo")
 	defer tb.Close()
 	cp, err := controlplane.Start(tb, controlplane.Options{})
@@ -93,6 +98,11 @@ func run(keep bool) error {
 		return fmt.Errorf("koord-scheduler: %w", err)
 	}
 	defer sched.Stop()
+	stopManager, err := startManager(ctx, cp)
+	if err != nil {
+		return fmt.Errorf("koord-manager: %w", err)
+	}
+	defer stopManager()
 	fmt.Printf("Control plane ready in %s (logs: %s)\n\n", time.Since(start).Round(100*time.Millisecond), logFile)
 
 	for _, n := range demoNodes {
@@ -127,6 +137,12 @@ func run(keep bool) error {
 	}
 	if err := printPlacements(ctx, cp); err != nil {
 		return err
+	}
+	if err := sched.Err(); err != nil {
+		return err
+	}
+	if err := reservationScene(ctx, cp); err != nil {
+		return fmt.Errorf("reservation scene: %w", err)
 	}
 	if err := sched.Err(); err != nil {
 		return err
@@ -222,4 +238,116 @@ func printPlacements(ctx context.Context, cp *controlplane.ControlPlane) error {
 		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, qosText, prio, p.Spec.SchedulerName, node, cpusetOf(p), reason)
 	}
 	return w.Flush()
+}
+
+// startManager runs koord-manager's controllers in this process. The demo's
+// nodes are simulated (their batch capacity and usage are set above), so
+// only the reservation lifecycle and NodeMetric collection are enabled.
+func startManager(ctx context.Context, cp *controlplane.ControlPlane) (stop func(), err error) {
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	ctrl.SetLogger(klog.NewKlogr()) // into the log file, like the rest
+	gates := features.New()
+	if err := gates.Set("BatchResource=false,NodeSLOSync=false"); err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	mgr, err := manager.New(mctx, cp.Config, manager.Options{Namespace: managerNamespace, MetricsAddr: "0", HealthAddr: "0", Gates: gates, ReservationGCAfter: time.Hour})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	return func() { cancel(); <-done }, nil
+}
+
+const managerNamespace = "koord-system"
+
+// reservationScene applies manifests/samples/reservation.yaml one object at
+// a time on a fresh node: the reservation, a pod that is not its owner (held
+// off), then its owner (placed into it, on the CPUs it pinned).
+func reservationScene(ctx context.Context, cp *controlplane.ControlPlane) error {
+	fmt.Println("\nReservation: manifests/samples/reservation.yaml on a new node, node-d (8 CPUs, 1 NUMA node x 4 cores x 2 threads)")
+	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "node-d", CPU: "8", Memory: "32Gi"}); err != nil {
+		return err
+	}
+	if err := cp.PublishNUMAInfo(ctx, "node-d", topologytest.Linux(1, 1, 4, 2, 32<<30)); err != nil {
+		return err
+	}
+	docs := strings.Split(string(manifests.SampleReservation), "\n---\n")
+	if len(docs) != 3 {
+		return fmt.Errorf("manifests/samples/reservation.yaml has %d documents, want 3", len(docs))
+	}
+	if err := cp.Apply(ctx, []byte(docs[0])); err != nil {
+		return err
+	}
+	r, err := waitReservation(ctx, cp, func(r *schedulingv1alpha1.Reservation) bool {
+		return r.Status.Phase == schedulingv1alpha1.ReservationAvailable
+	})
+	if err != nil {
+		return err
+	}
+	st, err := extension.GetResourceStatus(r.Annotations)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  reservation %s: %s on %s, holding cpu %s, memory %s, CPUs %s\n", r.Name, r.Status.Phase, r.Status.NodeName,
+		r.Status.Allocatable.Cpu(), r.Status.Allocatable.Memory(), st.CPUSet)
+
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "  POD\tOWNER\tNODE\tCPUSET (NUMA)\tRESERVATION\tREASON")
+	for i, doc := range docs[1:] {
+		if err := cp.Apply(ctx, []byte(doc)); err != nil {
+			return err
+		}
+		name := []string{"analytics", "db-failover-0"}[i]
+		if err := cp.WaitForDecisions(ctx, "koord-scheduler", time.Minute); err != nil {
+			return err
+		}
+		p, err := cp.Client.CoreV1().Pods(metav1.NamespaceDefault).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node, reason, used := p.Spec.NodeName, "", "-"
+		if node == "" {
+			node, reason = "<pending>", controlplane.PodUnschedulableMessage(p)
+		}
+		if a, err := extension.GetReservationAllocated(p.Annotations); err == nil && a != nil {
+			used = a.Name
+		}
+		fmt.Fprintf(w, "  default/%s\t%s\t%s\t%s\t%s\t%s\n", name, []string{"no", "yes"}[i], node, cpusetOf(p), used, reason)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	r, err = waitReservation(ctx, cp, func(r *schedulingv1alpha1.Reservation) bool {
+		return r.Status.Phase == schedulingv1alpha1.ReservationSucceeded
+	})
+	if err != nil {
+		return err
+	}
+	var owners []string
+	for _, o := range r.Status.CurrentOwners {
+		owners = append(owners, o.Namespace+"/"+o.Name)
+	}
+	fmt.Printf("  reservation %s: %s (allocateOnce), consumed by %s\n", r.Name, r.Status.Phase, strings.Join(owners, ", "))
+	return nil
+}
+
+func waitReservation(ctx context.Context, cp *controlplane.ControlPlane, ok func(*schedulingv1alpha1.Reservation) bool) (*schedulingv1alpha1.Reservation, error) {
+	var last *schedulingv1alpha1.Reservation
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		r, err := cp.Koord.SchedulingV1alpha1().Reservations().Get(ctx, "db-failover", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = r
+		return ok(r), nil
+	})
+	if err != nil && last != nil {
+		return nil, fmt.Errorf("reservation db-failover: %w; last status %+v", err, last.Status)
+	}
+	return last, err
 }

@@ -19,6 +19,7 @@ func consumer(name string, r *schedulingv1alpha1.Reservation) *corev1.Pod {
 	p := testPod("prod", name, nil, nil)
 	v, _ := (&extension.ReservationAllocated{Name: r.Name, UID: r.UID}).Marshal()
 	p.Annotations = map[string]string{extension.AnnotationReservationAllocated: v}
+	p.Spec.NodeName = "n1"
 	return p
 }
 

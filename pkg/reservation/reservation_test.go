@@ -138,12 +138,17 @@ func TestDerive(t *testing.T) {
 	done := testPod("prod", "done", nil, nil)
 	done.Annotations = alloc("r1", "uid-r1")
 	done.Status.Phase = corev1.PodSucceeded
+	unbound := testPod("prod", "unbound", nil, nil) // its binding failed after PreBind
+	unbound.Annotations = alloc("r1", "uid-r1")
+	for _, p := range []*corev1.Pod{a, b, stale, done} {
+		p.Spec.NodeName = "n1"
+	}
 	bad := testPod("prod", "bad", nil, nil)
 	bad.Annotations = map[string]string{extension.AnnotationReservationAllocated: "{"}
 	other := testPod("prod", "other", nil, nil)
 	other.Annotations = alloc("r2", "uid-r2")
 
-	owners, allocated := Derive(r, []*corev1.Pod{b, stale, a, done, bad, other})
+	owners, allocated := Derive(r, []*corev1.Pod{b, stale, a, done, bad, other, unbound})
 	if len(owners) != 2 || owners[0].Name != "a" || owners[1].Name != "b" {
 		t.Errorf("currentOwners %v, want a and b", owners)
 	}

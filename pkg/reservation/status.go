@@ -86,10 +86,12 @@ func Derive(r *schedulingv1alpha1.Reservation, pods []*corev1.Pod) ([]corev1.Obj
 	return owners, allocated
 }
 
-// Consumes reports whether a live pod's reservation-allocated annotation
-// names r. A malformed annotation names nothing.
+// Consumes reports whether a live, bound pod's reservation-allocated
+// annotation names r. A malformed annotation names nothing, and neither does
+// the annotation of a pod not bound (yet, or ever: its binding may have
+// failed after the scheduler wrote it).
 func Consumes(p *corev1.Pod, r *schedulingv1alpha1.Reservation) bool {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return false
 	}
 	a, err := extension.GetReservationAllocated(p.Annotations)

@@ -19,8 +19,10 @@ import (
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/manifests"
 	"github.com/koord-project/koord/pkg/features"
+	"github.com/koord-project/koord/pkg/plugins/numaresource"
 	"github.com/koord-project/koord/pkg/slo/manager"
 	slores "github.com/koord-project/koord/pkg/slo/reservation"
 )
@@ -134,11 +136,13 @@ func TestReservationHoldsForItsOwner(t *testing.T) {
 		t.Error("the placeholder pod is still there")
 	}
 
-	// 4 CPUs − filler 1 − reserved 2 leaves 1: a 2-CPU stranger waits.
-	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "stranger", SchedulerName: "koord-scheduler", CPU: "2", Memory: "1Gi", Labels: map[string]string{"app": "batch"}}); err != nil {
+	// 4 CPUs − filler 1 − reserved 2 leaves 1: a 1.5-CPU stranger waits.
+	// (A bigger one would be turned away first by LoadAwareScheduling, which
+	// counts the reservation's estimated load too.)
+	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "stranger", SchedulerName: "koord-scheduler", CPU: "1500m", Memory: "1Gi", Labels: map[string]string{"app": "batch"}}); err != nil {
 		t.Fatal(err)
 	}
-	waitUnschedulable(t, ctx, cp, "stranger", "reservations hold 2000m of the node's 3000m free CPU, the pod needs 2000m")
+	waitUnschedulable(t, ctx, cp, "stranger", "reservations hold 2000m of the node's 3000m free CPU, the pod needs 1500m")
 
 	// The owner gets the reserved CPUs.
 	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "web-1", SchedulerName: "koord-scheduler", CPU: "2", Memory: "1Gi", Labels: map[string]string{"app": "web"}}); err != nil {
@@ -280,4 +284,172 @@ func TestReservationSurvivesSchedulerRestart(t *testing.T) {
 	waitReservation(t, ctx, cp, "shared", "showing 2 owners after one left", func(r *schedulingv1alpha1.Reservation) bool {
 		return len(r.Status.CurrentOwners) == 2 && r.Status.Allocated.Cpu().String() == "2"
 	})
+}
+
+// A reservation whose template binds CPUs (an LSR pod) holds the very CPUs
+// NodeNUMAResource chose for it: pods that are not its owners fill the rest
+// of the node and never get one of them; its owner receives exactly them.
+func TestReservationPinsCPUsForItsOwner(t *testing.T) {
+	ctx := testContext(t)
+	cp := startNUMAControlPlane(t, ctx)
+	topo := numaNode(t, ctx, cp, "pin-node", topologytest.Linux(1, 2, 4, 2, 16<<30), nil) // 16 CPUs
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	startManager(t, ctx, cp, time.Hour)
+
+	spec := lsrPod("template", "4", nil)
+	template, err := controlplane.MakePod(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newReservation("db-cpus", "4", ownersByLabel("app", "db"))
+	r.Spec.Template.ObjectMeta = metav1.ObjectMeta{Labels: template.Labels}
+	r.Spec.Template.Spec = template.Spec
+	r.Spec.Template.Spec.SchedulerName = ""
+	if _, err := cp.Koord.SchedulingV1alpha1().Reservations().Create(ctx, r, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r = waitReservation(t, ctx, cp, "db-cpus", "Available", isPhase(schedulingv1alpha1.ReservationAvailable))
+	st, err := extension.GetResourceStatus(r.Annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := st.CPUs()
+	if pinned.Size() != 4 || !topo.CoresOf(pinned).Equals(pinned) {
+		t.Fatalf("reservation pinned %q (annotation %q), want 4 CPUs of whole cores", pinned, r.Annotations[extension.AnnotationResourceStatus])
+	}
+
+	// Six 2-CPU LSR strangers take exactly the 12 CPUs the reservation does not hold.
+	var names []string
+	for i := 0; i < 6; i++ {
+		s := lsrPod(fmt.Sprintf("other-%d", i), "2", nil)
+		s.Labels["app"] = "other"
+		if _, err := cp.CreatePod(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, s.Name)
+	}
+	waitBound(t, ctx, cp, names...)
+	held := checkCPUs(t, ctx, cp, map[string]*numaresource.Topology{"pin-node": topo}, true)["pin-node"]
+	if !held.Intersection(pinned).IsEmpty() {
+		t.Fatalf("strangers hold %s, of which %s the reservation pinned", held, held.Intersection(pinned))
+	}
+
+	owner := lsrPod("db-0", "4", nil)
+	owner.Labels["app"] = "db"
+	if _, err := cp.CreatePod(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	bound, err := cp.WaitForPodBound(ctx, "default", "db-0", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := extension.GetResourceStatus(bound.Annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.CPUs().Equals(pinned) {
+		t.Errorf("owner got CPUs %s, the reservation pinned %s", got.CPUs(), pinned)
+	}
+	if a, _ := extension.GetReservationAllocated(bound.Annotations); a == nil || a.Name != "db-cpus" {
+		t.Errorf("owner's %s = %+v", extension.AnnotationReservationAllocated, a)
+	}
+	checkCPUs(t, ctx, cp, map[string]*numaresource.Topology{"pin-node": topo}, true)
+	waitReservation(t, ctx, cp, "db-cpus", "Succeeded", isPhase(schedulingv1alpha1.ReservationSucceeded))
+}
+
+// denyBinding makes the API server refuse to bind pods whose name starts
+// with prefix (a ValidatingAdmissionPolicy on pods/binding), and waits until
+// the refusal is in force (probed with dry-run bindings).
+func denyBinding(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, prefix string) {
+	t.Helper()
+	policy := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: deny-binding}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods/binding]}
+  validations:
+    - expression: "!object.metadata.name.startsWith('%s')"
+      message: binding refused by the test
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: deny-binding}
+spec:
+  policyName: deny-binding
+  validationActions: [Deny]
+`, prefix)
+	if err := cp.Apply(ctx, []byte(policy)); err != nil {
+		t.Fatal(err)
+	}
+	probe, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: prefix + "probe", SchedulerName: "nobody"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := cp.Client.CoreV1().Pods("default").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: probe.Name},
+			Target: corev1.ObjectReference{Kind: "Node", Name: "nowhere"}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "binding refused by the test"), nil
+	})
+	if err != nil {
+		t.Fatalf("binding policy not in force: %v", err)
+	}
+	if err := cp.Client.CoreV1().Pods("default").Delete(ctx, probe.Name, *metav1.NewDeleteOptions(0)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An owner whose binding fails after Reserve gives its share back (the leak
+// Koordinator users hit): another owner then consumes the reservation.
+func TestReservationBindFailureReturnsShare(t *testing.T) {
+	ctx := testContext(t)
+	cp := startNUMAControlPlane(t, ctx)
+	reservationNode(t, ctx, cp, "bf-node", "4", "16Gi")
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	startManager(t, ctx, cp, time.Hour)
+	denyBinding(t, ctx, cp, "doomed-")
+	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "filler", SchedulerName: "koord-scheduler", CPU: "1", Memory: "1Gi"}); err != nil {
+		t.Fatal(err)
+	}
+	waitBound(t, ctx, cp, "filler")
+	if _, err := cp.Koord.SchedulingV1alpha1().Reservations().Create(ctx, newReservation("web-capacity", "2", ownersByLabel("app", "web")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReservation(t, ctx, cp, "web-capacity", "Available", isPhase(schedulingv1alpha1.ReservationAvailable))
+
+	// The doomed owner is placed into the reservation, then its binding is refused.
+	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "doomed-web", SchedulerName: "koord-scheduler", CPU: "2", Memory: "1Gi", Labels: map[string]string{"app": "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitUnschedulable(t, ctx, cp, "doomed-web", "binding refused by the test")
+
+	// The failed attempt's annotation is gone with its share.
+	doomed, err := cp.Client.CoreV1().Pods("default").Get(ctx, "doomed-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := doomed.Annotations[extension.AnnotationReservationAllocated]; ok {
+		t.Errorf("unbound doomed-web still carries %s=%s", extension.AnnotationReservationAllocated, v)
+	}
+	// A second owner (higher priority, so it is tried before the doomed
+	// one's retries) consumes the reservation. Had the failed binding kept
+	// its share, the reservation would have nothing left for it, and it
+	// would be placed beside it as a stranger.
+	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "web-2", SchedulerName: "koord-scheduler", CPU: "2", Memory: "1Gi",
+		Labels: map[string]string{"app": "web"}, PriorityClassName: string(extension.PriorityProd)}); err != nil {
+		t.Fatal(err)
+	}
+	web, err := cp.WaitForPodBound(ctx, "default", "web-2", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := extension.GetReservationAllocated(web.Annotations); a == nil || a.Name != "web-capacity" {
+		t.Errorf("web-2's %s = %+v, want web-capacity", extension.AnnotationReservationAllocated, a)
+	}
+	done := waitReservation(t, ctx, cp, "web-capacity", "Succeeded", isPhase(schedulingv1alpha1.ReservationSucceeded))
+	if len(done.Status.CurrentOwners) != 1 || done.Status.CurrentOwners[0].Name != "web-2" {
+		t.Errorf("owners %v, want web-2 alone", done.Status.CurrentOwners)
+	}
 }

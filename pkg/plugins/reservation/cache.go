@@ -195,16 +195,18 @@ func (c *Cache) dropLocked(uid types.UID) {
 	}
 }
 
-// ObservePod records what the API server says about a pod: a live pod whose
-// reservation-allocated annotation names a cached reservation consumes it
-// (replacing this scheduler's assumption); a pod that finished consumes
-// nothing. A view without the annotation leaves an assumption alone: the
-// informer can show a pod after Reserve and before PreBind writes it.
+// ObservePod records what the API server says about a pod: a bound, live
+// pod whose reservation-allocated annotation names a cached reservation
+// consumes it (replacing this scheduler's assumption); a pod that finished
+// consumes nothing. A view without the annotation, or of a pod not bound
+// yet, leaves an assumption alone: the informer can show a pod after Reserve
+// and before PreBind writes the annotation, or before the binding lands. An
+// unbound pod's annotation alone is no use: its binding may have failed.
 func (c *Cache) ObservePod(pod *corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var target *entry
-	if a, err := extension.GetReservationAllocated(pod.Annotations); err == nil && a != nil {
+	if a, err := extension.GetReservationAllocated(pod.Annotations); err == nil && a != nil && pod.Spec.NodeName != "" {
 		for _, e := range c.byUID {
 			if reservation.Consumes(pod, e.r) {
 				target = e
@@ -218,7 +220,7 @@ func (c *Cache) ObservePod(pod *corev1.Pod) {
 		if finished || !c.assumedLocked(pod.UID) {
 			c.releaseLocked(pod.UID)
 		}
-		if a, err := extension.GetReservationAllocated(pod.Annotations); !finished && err == nil && a != nil {
+		if a, err := extension.GetReservationAllocated(pod.Annotations); !finished && err == nil && a != nil && pod.Spec.NodeName != "" {
 			c.waiting[pod.UID] = pod
 		}
 		return

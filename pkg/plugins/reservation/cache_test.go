@@ -36,8 +36,31 @@ func owner(name, cpus, reservation string) *corev1.Pod {
 	if reservation != "" {
 		v, _ := (&extension.ReservationAllocated{Name: reservation, UID: types.UID("uid-" + reservation)}).Marshal()
 		p.Annotations = map[string]string{extension.AnnotationReservationAllocated: v}
+		p.Spec.NodeName = "n1" // bound: the annotation is the truth only then
 	}
 	return p
+}
+
+// A pod whose binding failed after PreBind wrote its annotation is seen
+// unbound with it: that claims nothing, and its assumption is undone.
+func TestUnboundAnnotationClaimsNothing(t *testing.T) {
+	c := NewCache()
+	r := available("r1", "n1", "2")
+	c.SetReservation(r)
+	doomed := owner("doomed", "2", "r1")
+	doomed.Spec.NodeName = ""
+	if err := c.Assume(r.UID, doomed); err != nil {
+		t.Fatal(err)
+	}
+	c.ObservePod(doomed) // the informer shows the annotation, no node
+	if got := allocatedCPU(t, c, "n1"); got != "2" {
+		t.Fatalf("assumed share while the binding is in flight: %s, want 2", got)
+	}
+	c.Unassume(doomed.UID) // the binding failed
+	c.ObservePod(doomed)   // and the informer shows it again, still unbound
+	if got := allocatedCPU(t, c, "n1"); got != "0" {
+		t.Errorf("after a failed binding the reservation has %s CPU allocated, want 0", got)
+	}
 }
 
 func allocatedCPU(t *testing.T, c *Cache, node string) string {

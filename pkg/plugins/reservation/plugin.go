@@ -174,6 +174,8 @@ type podState struct {
 	// reserved is the reservation Reserve took for the pod, on reservedNode.
 	reserved     *schedulingv1alpha1.Reservation
 	reservedNode string
+	// annotated is set once PreBind wrote reservation-allocated.
+	annotated bool
 }
 
 func (s *podState) Clone() fwk.StateData { c := *s; return &c }
@@ -314,35 +316,70 @@ func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	return nil
 }
 
-// Unreserve gives the share back: the pod did not bind.
-func (p *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
-	if s := getState(cs); s != nil && s.reserved != nil {
-		p.cache.Unassume(pod.UID)
-		s.reserved, s.reservedNode = nil, ""
+// Unreserve gives the share back: the pod did not bind. If PreBind already
+// wrote reservation-allocated, it is taken off again, or the pod would claim
+// the reservation to koord-manager and to a restarted scheduler without
+// using it (the leak Koordinator users hit after failed bindings).
+func (p *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
+	s := getState(cs)
+	if s == nil || s.reserved == nil {
+		return
+	}
+	p.cache.Unassume(pod.UID)
+	s.reserved, s.reservedNode = nil, ""
+	if s.annotated {
+		s.annotated = false
+		if err := p.setAllocated(ctx, pod, nil); err != nil {
+			klog.FromContext(ctx).Error(err, "Taking the reservation off a pod that did not bind; its next scheduling attempt will", "pod", klog.KObj(pod))
+		}
 	}
 }
 
 // PreBind writes reservation-allocated on an owner: the record koord-manager
 // derives the reservation's status from, and a restarted scheduler its cache.
+// A pod that consumes none this time loses the one a failed attempt left.
 func (p *Plugin) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	s := getState(cs)
-	if s == nil || s.reserved == nil {
+	if s == nil {
 		return nil
 	}
-	v, err := (&extension.ReservationAllocated{Name: s.reserved.Name, UID: s.reserved.UID}).Marshal()
-	if err != nil {
-		return fwk.AsStatus(err)
+	if s.reserved == nil {
+		if _, stale := pod.Annotations[extension.AnnotationReservationAllocated]; stale {
+			if err := p.setAllocated(ctx, pod, nil); err != nil {
+				return fwk.AsStatus(fmt.Errorf("removing %s: %w", extension.AnnotationReservationAllocated, err))
+			}
+		}
+		return nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{extension.AnnotationReservationAllocated: v}}})
-	if _, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if err := p.setAllocated(ctx, pod, &extension.ReservationAllocated{Name: s.reserved.Name, UID: s.reserved.UID}); err != nil {
 		return fwk.AsStatus(fmt.Errorf("writing %s: %w", extension.AnnotationReservationAllocated, err))
 	}
+	s.annotated = true
 	return nil
 }
 
-// PreBindPreFlight skips PreBind for pods that consume no reservation.
-func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+// setAllocated writes (or, with nil, removes) the pod's reservation-allocated annotation.
+func (p *Plugin) setAllocated(ctx context.Context, pod *corev1.Pod, a *extension.ReservationAllocated) error {
+	var value any // JSON null removes the key in a merge patch
+	if a != nil {
+		v, err := a.Marshal()
+		if err != nil {
+			return err
+		}
+		value = v
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{extension.AnnotationReservationAllocated: value}}})
+	_, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// PreBindPreFlight skips PreBind for pods that consume no reservation and
+// carry no annotation of an earlier, failed attempt.
+func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
 	if s := getState(cs); s != nil && s.reserved != nil {
+		return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+	}
+	if _, stale := pod.Annotations[extension.AnnotationReservationAllocated]; stale {
 		return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
 	}
 	return nil, fwk.NewStatus(fwk.Skip)
