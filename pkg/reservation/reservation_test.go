@@ -164,3 +164,22 @@ func TestDerive(t *testing.T) {
 		t.Errorf("over-allocated remaining cpu %s, want 0", cpu.String())
 	}
 }
+
+// Owners of an Aligned reservation may request more than it holds; its
+// allocated stops at what it holds.
+func TestDeriveAlignedStopsAtAllocatable(t *testing.T) {
+	r := reservation("r1")
+	r.Spec.AllocatePolicy = schedulingv1alpha1.ReservationAllocatePolicyAligned
+	v, _ := (&extension.ReservationAllocated{Name: "r1", UID: r.UID}).Marshal()
+	var pods []*corev1.Pod
+	for _, name := range []string{"a", "b", "c", "d", "e", "f"} { // 6 CPUs, 12Gi
+		p := testPod("prod", name, nil, nil)
+		p.Annotations = map[string]string{extension.AnnotationReservationAllocated: v}
+		p.Spec.NodeName = "n1"
+		pods = append(pods, p)
+	}
+	owners, allocated := Derive(r, pods)
+	if len(owners) != 6 || allocated.Cpu().String() != "4" || allocated.Memory().String() != "8Gi" {
+		t.Errorf("owners %d, allocated %v, want 6 owners and 4 CPUs, 8Gi", len(owners), allocated)
+	}
+}

@@ -77,6 +77,18 @@ func Derive(r *schedulingv1alpha1.Reservation, pods []*corev1.Pod) ([]corev1.Obj
 			allocated[name] = sum
 		}
 	}
+	if r.Spec.AllocatePolicy == schedulingv1alpha1.ReservationAllocatePolicyAligned {
+		// Aligned owners took the rest of their requests from the node.
+		held := r.Status.Allocatable
+		if held == nil {
+			held = Requests(r)
+		}
+		for name, q := range allocated {
+			if h, ok := held[name]; ok && q.Cmp(h) > 0 {
+				allocated[name] = h.DeepCopy()
+			}
+		}
+	}
 	sort.Slice(owners, func(i, j int) bool {
 		if owners[i].Namespace != owners[j].Namespace {
 			return owners[i].Namespace < owners[j].Namespace

@@ -271,9 +271,13 @@ func (c *Cache) Assume(uid types.UID, pod *corev1.Pod) error {
 	}
 	want := reservation.Allocation(e.r, pod)
 	left := reservation.Remaining(e.allocatable, e.allocatedLocked(pod.UID))
+	aligned := e.r.Spec.AllocatePolicy == schedulingv1alpha1.ReservationAllocatePolicyAligned
 	for name, q := range want {
 		if l := left[name]; q.Cmp(l) > 0 {
-			return fmt.Errorf("reservation %s has %s %s left, the pod needs %s", e.r.Name, l.String(), name, q.String())
+			if !aligned {
+				return fmt.Errorf("reservation %s has %s %s left, the pod needs %s", e.r.Name, l.String(), name, q.String())
+			}
+			want[name] = l // the rest comes from the node
 		}
 	}
 	c.releaseLocked(pod.UID)

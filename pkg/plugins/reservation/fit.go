@@ -7,14 +7,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	"github.com/koord-project/koord/pkg/reservation"
 )
 
 // choice is how one pod relates to one node's reservations.
 type choice struct {
 	// use is the reservation the pod would consume there: usable by it and
-	// with room for it, the fullest such (least left after the pod).
-	use *View
+	// with room for it, the fullest such (least left after the pod); failing
+	// that, an Aligned one with something left, the pod taking the rest
+	// (excessMilliCPU, excessMemory) from the node.
+	use                          *View
+	excessMilliCPU, excessMemory int64
 	// heldMilliCPU and heldMemory are what the node's other reservations hold
 	// and the pod may not take.
 	heldMilliCPU, heldMemory int64
@@ -27,6 +31,7 @@ type choice struct {
 func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, affinity *extension.ReservationAffinity, placeholder bool) choice {
 	var c choice
 	var bestLeft int64
+	var partial *View // the Aligned reservation covering most of the pod
 	reqMilliCPU, reqMemory := req.Cpu().MilliValue(), req.Memory().Value()
 	for i := range views {
 		v := &views[i]
@@ -47,6 +52,14 @@ func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, affinity *ex
 						c.use, bestLeft = v, left
 						continue
 					}
+				} else if v.aligned() && v.remMilliCPU+v.remMemory > 0 {
+					if partial == nil || v.remMilliCPU > partial.remMilliCPU {
+						if partial != nil {
+							c.hold(partial)
+						}
+						partial = v
+						continue
+					}
 				} else {
 					why = fmt.Sprintf("reservation %s has %s", v.Reservation.Name, short)
 				}
@@ -57,7 +70,30 @@ func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, affinity *ex
 		}
 		c.hold(v)
 	}
+	if partial != nil {
+		if c.use != nil {
+			c.hold(partial)
+		} else {
+			c.use = partial
+			if partial.holdsCPU {
+				c.excessMilliCPU = max(reqMilliCPU-partial.remMilliCPU, 0)
+			} else {
+				c.excessMilliCPU = reqMilliCPU
+			}
+			if partial.holdsMemory {
+				c.excessMemory = max(reqMemory-partial.remMemory, 0)
+			} else {
+				c.excessMemory = reqMemory
+			}
+		}
+	}
 	return c
+}
+
+// aligned says whether owners may take what the reservation has left and
+// the rest of their requests from the node (allocatePolicy Aligned).
+func (v *View) aligned() bool {
+	return v.Reservation.Spec.AllocatePolicy == schedulingv1alpha1.ReservationAllocatePolicyAligned
 }
 
 func (c *choice) hold(v *View) {

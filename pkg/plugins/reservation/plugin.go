@@ -263,14 +263,20 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 		return nil
 	}
 	c := choose(views, pod, s.req, s.affinity, s.placeholder)
-	if c.use != nil {
+	if c.use != nil && c.excessMilliCPU == 0 && c.excessMemory == 0 {
 		return nil
 	}
-	if s.required {
+	if c.use == nil && s.required {
 		return fwk.NewStatus(fwk.Unschedulable, requiredReason(c))
 	}
+	// A stranger, or an owner of an Aligned reservation that covers only
+	// part of it: what the node gives must fit beside the other reservations.
+	reqMilliCPU, reqMemory := s.reqMilliCPU, s.reqMemory
+	if c.use != nil {
+		reqMilliCPU, reqMemory = c.excessMilliCPU, c.excessMemory
+	}
 	alloc, used := ni.GetAllocatable(), ni.GetRequested()
-	if ok, why := fitsBeside(alloc.GetMilliCPU()-used.GetMilliCPU(), alloc.GetMemory()-used.GetMemory(), c, s.reqMilliCPU, s.reqMemory); !ok {
+	if ok, why := fitsBeside(alloc.GetMilliCPU()-used.GetMilliCPU(), alloc.GetMemory()-used.GetMemory(), c, reqMilliCPU, reqMemory); !ok {
 		return fwk.NewStatus(fwk.Unschedulable, why)
 	}
 	return nil

@@ -203,3 +203,38 @@ func TestHoldsForOtherPlugins(t *testing.T) {
 		t.Errorf("after a malformed update: %+v, want pinned still holding 2-3", held)
 	}
 }
+
+// allocatePolicy Aligned: an owner takes what the reservation has left and
+// the rest from the node, within what the node's other reservations leave.
+func TestAlignedTakesTheRestFromTheNode(t *testing.T) {
+	aligned := withOwners(available("aligned", "n1", "1"), "web")
+	aligned.Spec.AllocatePolicy = schedulingv1alpha1.ReservationAllocatePolicyAligned
+	other := withOwners(available("other", "n1", "1500m"), "db")
+	p := testPlugin(aligned, other)
+	ni := nodeInfo("1") // 3 CPUs free, 1.5 of them held for db
+
+	if _, st := run(t, p, appPod("web-2", "web", "2"), ni); !st.IsSuccess() {
+		t.Errorf("2 CPUs = 1 reserved + 1 of the 1.5 the node has beside db's: %v", st.AsError())
+	}
+	_, st := run(t, p, appPod("web-3", "web", "3"), ni)
+	if st.IsSuccess() || !strings.Contains(st.Message(), "reservations hold 1500m of the node's 3000m free CPU, the pod needs 2000m") {
+		t.Errorf("3 CPUs = 1 reserved + 2 more than the node has beside db's: %v", st.AsError())
+	}
+	cs, _ := run(t, p, appPod("web-2", "web", "2"), ni)
+	if s := p.Reserve(context.Background(), cs, appPod("web-2", "web", "2"), "n1"); !s.IsSuccess() {
+		t.Fatal(s.AsError())
+	}
+	for _, v := range p.cache.OnNode("n1") {
+		if v.Reservation.Name == "aligned" && v.Allocated.Cpu().String() != "1" {
+			t.Errorf("aligned reservation allocated %s after a 2-CPU owner, want all of its 1 CPU", v.Allocated.Cpu())
+		}
+	}
+
+	// Without Aligned, the same owner does not fit the reservation and is
+	// a stranger beside both.
+	plain := withOwners(available("aligned", "n1", "1"), "web")
+	_, st = run(t, testPlugin(plain, other), appPod("web-2", "web", "2"), ni)
+	if st.IsSuccess() || !strings.Contains(st.Message(), "reservations hold 2500m") {
+		t.Errorf("default policy: %v", st.AsError())
+	}
+}
