@@ -11,6 +11,7 @@ import (
 
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/schedtest"
+	"github.com/koord-project/koord/pkg/reservation"
 )
 
 // benchNode is a 32-core node running 30 pods, each with a NodeMetric entry.
@@ -119,6 +120,35 @@ func BenchmarkCycle1000Nodes(b *testing.B) {
 				pl.(fwk.PreScorePlugin).PreScore(ctx, state, pod, nodes)
 				for _, ni := range nodes {
 					pl.(fwk.ScorePlugin).Score(ctx, state, pod, ni)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFilterReservations is Filter with the Reservation plugin's state
+// in the cycle: on a node without reservations (must cost nothing more) and
+// beside a reservation held against the pod.
+func BenchmarkFilterReservations(b *testing.B) {
+	ctx := context.Background()
+	p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now)
+	ni := benchNode(p, "n1")
+	pod := makePod("incoming", rl("1", "2Gi"), nil, 0)
+	for _, tc := range []struct {
+		name  string
+		holds reservation.Holds
+	}{
+		{"none-on-node", &holdsOf{}},
+		{"beside-one", &holdsOf{held: []reservation.Hold{{Name: "r", UID: "r", MilliCPU: 2000, Memory: 4 << 30}}}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			state := framework.NewCycleState()
+			state.Write(reservation.HoldsStateKey, tc.holds)
+			p.PreFilter(ctx, state, pod, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				if st := p.Filter(ctx, state, pod, ni); !st.IsSuccess() {
+					b.Fatal(st.AsError())
 				}
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/internal/schedtest"
 	"github.com/koord-project/koord/internal/topologytest"
+	"github.com/koord-project/koord/pkg/reservation"
 )
 
 // benchCluster is n nodes of 2 sockets × 2 NUMA × 16 cores × 2 threads, each
@@ -160,3 +161,44 @@ func BenchmarkPreFilter1000Nodes(b *testing.B) {
 }
 
 func resourceQuantity(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+
+// BenchmarkFilterReservations is Filter with the Reservation plugin's state
+// in the cycle: on a node without reservations (the common case, which must
+// cost nothing more) and on one whose reservation pinned 8 CPUs.
+func BenchmarkFilterReservations(b *testing.B) {
+	ctx := context.Background()
+	f, nodes := benchCluster(b, 1)
+	pod := lsr("incoming", "4", "8Gi", nil)
+	view, _ := f.p.state.View(nodes[0].Node().Name)
+	cpus, _ := view.Topo.Choose(view.Available, full(8))
+	pinned := reservation.Hold{Name: "r", UID: "r", MilliCPU: 8000, Memory: 16 * gi, CPUs: cpus, NUMAMemory: map[int]int64{view.Topo.NUMANodeOf(cpus.List()[0]): 16 * gi}}
+	for _, tc := range []struct {
+		name  string
+		holds reservation.Holds
+	}{
+		{"none-on-node", &holdsOf{}},
+		{"stranger-beside-pinned", &benchHolds{held: []reservation.Hold{pinned}}},
+		{"owner-of-pinned", &benchHolds{use: &pinned}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			f.holds = tc.holds
+			defer func() { f.holds = nil }()
+			cs, _, _ := f.cycle(pod)
+			b.ReportAllocs()
+			for b.Loop() {
+				if st := f.p.Filter(ctx, cs, pod, nodes[0]); !st.IsSuccess() {
+					b.Fatal(st.AsError())
+				}
+			}
+		})
+	}
+}
+
+// benchHolds answers for every node.
+type benchHolds struct {
+	use  *reservation.Hold
+	held []reservation.Hold
+}
+
+func (h *benchHolds) Clone() fwk.StateData                              { return h }
+func (h *benchHolds) On(string) (*reservation.Hold, []reservation.Hold) { return h.use, h.held }
