@@ -72,7 +72,7 @@ func (e *entry) refresh() {
 	for pod := range e.uses {
 		consumers = append(consumers, pod)
 	}
-	e.view.hold = reservation.Hold{Name: e.r.Name, UID: e.r.UID, MilliCPU: e.view.remMilliCPU, Memory: e.view.remMemory,
+	e.view.hold = &reservation.Hold{Name: e.r.Name, UID: e.r.UID, MilliCPU: e.view.remMilliCPU, Memory: e.view.remMemory,
 		CPUs: e.cpus, NUMAMemory: e.numaMemory, Consumers: consumers}
 }
 
@@ -93,8 +93,9 @@ type View struct {
 	// CPU and memory, what Filter reads for every pod, as integers.
 	remMilliCPU, remMemory int64
 	holdsCPU, holdsMemory  bool
-	// hold is the view as other plugins see it.
-	hold reservation.Hold
+	// hold is the view as other plugins see it (a pointer: views are
+	// copied for every pod on every node).
+	hold *reservation.Hold
 }
 
 // SetReservation adds or updates a reservation. One that is not Available

@@ -198,7 +198,7 @@ func (s *podState) On(node string) (*reservation.Hold, []reservation.Hold) {
 	var taken *reservation.Hold
 	held := make([]reservation.Hold, 0, len(views))
 	for i := range views {
-		if h := views[i].hold; h.UID == use {
+		if h := *views[i].hold; h.UID == use {
 			taken = &h
 		} else {
 			held = append(held, h)
