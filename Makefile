@@ -22,7 +22,7 @@ FUZZTIME ?= 3s
 # the race detector needs cgo; its instrumented build is separate anyway.
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit race fuzz integration generate generate-bpf images helm chart-test cluster-up cluster-down e2e e2e-kind verify demo clean
+.PHONY: all build test unit race fuzz integration generate generate-bpf images helm chart-test cluster-up cluster-down e2e e2e-kind verify demo bench clean
 
 all: build
 
@@ -106,6 +106,18 @@ e2e-kind: images helm
 ## verify: fail on stale generated code, unformatted files, vet findings or an untidy go.mod
 verify:
 	./hack/verify.sh
+
+BENCH := $(CURDIR)/_output/bench
+BENCH_COUNT ?= 3
+
+## bench: the plugins' micro-benchmarks and the whole-scheduler comparison with stock kube-scheduler (test/perf), $(BENCH_COUNT) repetitions, into _output/bench (not part of make test: about 10 minutes a repetition)
+bench:
+	mkdir -p $(BENCH)
+	$(GO) test -run XXX -bench . -count $(BENCH_COUNT) ./pkg/plugins/... ./apis/extension | tee $(BENCH)/micro.txt
+	$(GO) test -c -o $(BENCH)/perf.test ./test/perf
+	rm -f $(BENCH)/perf.md
+	cd test/perf && KOORD_PERF_REPORT=$(BENCH)/perf.md $(BENCH)/perf.test -test.run XXX -test.bench BenchmarkScheduler \
+		-test.benchtime 1x -test.count $(BENCH_COUNT) -test.timeout 3h | tee $(BENCH)/perf.txt
 
 ## demo: start a control plane and koord-scheduler, schedule a sample workload, print the placements
 demo: build

@@ -1,0 +1,196 @@
+package perf
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/internal/topologytest"
+	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
+	"github.com/koord-project/koord/pkg/plugins/koordclient"
+)
+
+// size is one run's shape; every case of a run gets the same.
+type size struct {
+	nodes, warmupPods, measuredPods int
+}
+
+// clients talk to the API server fast enough that they are not what is measured.
+func clients(cp *controlplane.ControlPlane) (kubernetes.Interface, koordclientset.Interface, error) {
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	koord, err := koordclient.New(cfg)
+	return kube, koord, err
+}
+
+// parallel runs f(0..n-1) on 8 workers and returns the first error.
+func parallel(n int, f func(i int) error) error {
+	var (
+		next  atomic.Int64
+		first error
+		once  sync.Once
+		wg    sync.WaitGroup
+	)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func nodeName(i int) string { return fmt.Sprintf("perf-node-%04d", i) }
+
+// buildNodes creates the nodes, each with 4 CPUs (one NUMA node, 2 cores × 2
+// threads), 32 GiB and 110 pods, its numa-info ConfigMap as koordlet would
+// publish it, and a fresh NodeMetric at 10–30 percent CPU.
+func buildNodes(ctx context.Context, cp *controlplane.ControlPlane, n int) error {
+	info := topologytest.Linux(1, 1, 2, 2, 32<<30)
+	return parallel(n, func(i int) error {
+		name := nodeName(i)
+		if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: name, CPU: "4", Memory: "32Gi", Pods: "110"}); err != nil {
+			return err
+		}
+		if err := cp.PublishNUMAInfo(ctx, name, info); err != nil {
+			return err
+		}
+		usage := corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(200+(i%5)*100), resource.DecimalSI),
+			corev1.ResourceMemory: resource.MustParse("6Gi"),
+		}
+		return cp.ReportNodeMetric(ctx, name, usage, time.Now())
+	})
+}
+
+// buildReservations creates n Available reservations of 100m and 128Mi, one
+// per node round robin, owned by the pods labelled app=reserved-<i>: what a
+// Reservation placed earlier looks like to the scheduler.
+func buildReservations(ctx context.Context, koord koordclientset.Interface, n, nodes int) error {
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}
+	return parallel(n, func(i int) error {
+		r := &schedulingv1alpha1.Reservation{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("perf-reservation-%05d", i)},
+			Spec: schedulingv1alpha1.ReservationSpec{
+				Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "main", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{Requests: req},
+				}}}},
+				Owners: []schedulingv1alpha1.ReservationOwner{{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprintf("reserved-%d", i)}}}},
+			},
+		}
+		created, err := koord.SchedulingV1alpha1().Reservations().Create(ctx, r, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		created.Status = schedulingv1alpha1.ReservationStatus{Phase: schedulingv1alpha1.ReservationAvailable, NodeName: nodeName(i % nodes), Allocatable: req}
+		_, err = koord.SchedulingV1alpha1().Reservations().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// mixedPod is pod i of the realistic mix every case schedules: one in ten
+// owns a reservation (the i/10-th), two in ten bind a whole CPU
+// (NodeNUMAResource, SpreadByPCPUs), the rest are plain 50m pods.
+func mixedPod(namespace string, i int) *corev1.Pod {
+	cpu, labels, annotations := "50m", map[string]string{"app": "plain"}, map[string]string(nil)
+	switch i % 10 {
+	case 0:
+		labels["app"] = fmt.Sprintf("reserved-%d", i/10)
+	case 1, 2:
+		cpu = "1"
+		labels[extension.LabelPodQoS] = string(extension.QoSLS)
+		annotations = map[string]string{extension.AnnotationResourceSpec: `{"preferredCPUBindPolicy":"SpreadByPCPUs"}`}
+	}
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("128Mi")}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("pod-%05d", i), Labels: labels, Annotations: annotations},
+		Spec: corev1.PodSpec{
+			SchedulerName: "koord-scheduler",
+			Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}},
+		},
+	}
+}
+
+// boundCounter counts pods as the API server reports them bound.
+type boundCounter struct {
+	bound atomic.Int64
+	seen  sync.Map // pod UID → struct{}
+}
+
+func watchBound(ctx context.Context, kube kubernetes.Interface, namespace string) (*boundCounter, error) {
+	c := &boundCounter{}
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace))
+	informer := factory.Core().V1().Pods().Informer()
+	count := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			if _, dup := c.seen.LoadOrStore(p.UID, struct{}{}); !dup {
+				c.bound.Add(1)
+			}
+		}
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: count, UpdateFunc: func(_, obj any) { count(obj) }}); err != nil {
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return nil, fmt.Errorf("pod informer did not sync")
+	}
+	return c, nil
+}
+
+// createPods creates pods [from, to) of the mix.
+func createPods(ctx context.Context, kube kubernetes.Interface, namespace string, from, to int) error {
+	return parallel(to-from, func(i int) error {
+		_, err := kube.CoreV1().Pods(namespace).Create(ctx, mixedPod(namespace, from+i), metav1.CreateOptions{})
+		return err
+	})
+}
+
+// unscheduled describes up to five pods of namespace not bound, with why.
+func unscheduled(ctx context.Context, kube kubernetes.Interface, namespace string) string {
+	pods, err := kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out string
+	n := 0
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" {
+			continue
+		}
+		n++
+		if n <= 5 {
+			out += fmt.Sprintf("\n  %s: %s", p.Name, controlplane.PodUnschedulableMessage(&p))
+		}
+	}
+	return fmt.Sprintf("%d pods unscheduled%s", n, out)
+}

@@ -1,0 +1,325 @@
+// Package perf measures koord-scheduler side by side with stock
+// kube-scheduler: the same nodes and the same pods, scheduled by one profile
+// per case, in one process, cases interleaved across -count repetitions so
+// that the machine's drift touches all alike. See README.md.
+package perf
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/manifests"
+)
+
+// perfCase is one scheduler profile: the shipped koord-scheduler profile
+// with only these Koord plugins left in (none: stock kube-scheduler).
+type perfCase struct {
+	name    string
+	plugins []string
+}
+
+var cases = []perfCase{
+	{"stock", nil},
+	{"LoadAwareScheduling", []string{"LoadAwareScheduling"}},
+	{"NodeNUMAResource", []string{"NodeNUMAResource"}},
+	{"Reservation", []string{"Reservation"}},
+	{"all", []string{"LoadAwareScheduling", "Reservation", "NodeNUMAResource"}},
+}
+
+// profile is the shipped scheduler configuration narrowed to keep's Koord
+// plugins, with their shipped args.
+func profile(keep []string) ([]byte, error) {
+	var cfg map[string]any
+	if err := yaml.Unmarshal(manifests.SchedulerConfig, &cfg); err != nil {
+		return nil, err
+	}
+	profiles, _ := cfg["profiles"].([]any)
+	if len(profiles) != 1 {
+		return nil, fmt.Errorf("shipped scheduler config has %d profiles, want 1", len(profiles))
+	}
+	p := profiles[0].(map[string]any)
+	plugins := p["plugins"].(map[string]any)
+	for point, v := range plugins {
+		set, _ := v.(map[string]any)
+		enabled, _ := set["enabled"].([]any)
+		var kept []any
+		for _, e := range enabled {
+			if slices.Contains(keep, e.(map[string]any)["name"].(string)) {
+				kept = append(kept, e)
+			}
+		}
+		if len(kept) == 0 {
+			delete(plugins, point)
+		} else {
+			set["enabled"] = kept
+		}
+	}
+	var args []any
+	for _, a := range p["pluginConfig"].([]any) {
+		if slices.Contains(keep, a.(map[string]any)["name"].(string)) {
+			args = append(args, a)
+		}
+	}
+	p["pluginConfig"] = args
+	return yaml.Marshal(cfg)
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// result is one case of one repetition.
+type result struct {
+	name                   string
+	avg, p50               float64 // pods/s: all measured pods / time; median of 1-second windows
+	attemptP50, attemptP99 float64 // ms
+	heapMB                 float64
+	points                 map[string]float64 // extension point → p99 ms
+	plugins                map[string]float64 // plugin/extension point → p99 ms
+}
+
+// BenchmarkScheduler runs every case once per repetition: use -benchtime=1x
+// and -count for repetitions. Sizes: KOORD_PERF_NODES (default 500),
+// KOORD_PERF_PODS (measured pods, default 8000), KOORD_PERF_WARMUP (500).
+// The mix averages 0.24 CPU a pod: keep pods ≤ 10 × nodes so that every pod
+// fits under LoadAwareScheduling's 65 percent threshold.
+func BenchmarkScheduler(b *testing.B) {
+	sz := size{nodes: envInt("KOORD_PERF_NODES", 1000), measuredPods: envInt("KOORD_PERF_PODS", 8000), warmupPods: envInt("KOORD_PERF_WARMUP", 500)}
+	var results []result
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			r := runCase(b, c, sz)
+			results = append(results, r)
+			b.ReportMetric(r.avg, "pods/s")
+			b.ReportMetric(r.p50, "p50-pods/s")
+			b.ReportMetric(r.attemptP50, "attempt-p50-ms")
+			b.ReportMetric(r.attemptP99, "attempt-p99-ms")
+			b.ReportMetric(r.heapMB, "heap-MB")
+			b.ReportMetric(0, "ns/op") // one run of the whole case, not an op
+		})
+	}
+	report(b, results)
+}
+
+func runCase(b *testing.B, c perfCase, sz size) result {
+	for b.Loop() {
+		// One iteration (-benchtime=1x); the loop is what testing wants.
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The control plane logs through klog (to a file, see TestMain), not
+	// through b: a benchmark's log is for results.
+	tb := controlplane.NewProcessTB("perf-" + c.name)
+	defer tb.Close()
+	cp, err := controlplane.Start(tb, controlplane.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cp.Stop()
+	kube, koord, err := clients(cp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	progress("%s: control plane up", c.name)
+	if err := buildNodes(ctx, cp, sz.nodes); err != nil {
+		b.Fatal(err)
+	}
+	progress("%s: %d nodes", c.name, sz.nodes)
+	owners := (sz.warmupPods + sz.measuredPods + 9) / 10
+	if err := buildReservations(ctx, koord, owners, sz.nodes); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := profile(c.plugins)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sched, err := cp.StartScheduler(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	progress("%s: scheduler started", c.name)
+	defer sched.Stop()
+	ns := "perf"
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	bound, err := watchBound(ctx, kube, ns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	waitBound := func(want int, timeout time.Duration) {
+		deadline := time.Now().Add(timeout)
+		for bound.bound.Load() < int64(want) {
+			if time.Now().After(deadline) {
+				b.Fatalf("%s: %d of %d pods bound after %s; %s", c.name, bound.bound.Load(), want, timeout, unscheduled(ctx, kube, ns))
+			}
+			if err := sched.Err(); err != nil {
+				b.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	// Warm-up: caches, informers, the first cycles.
+	if err := createPods(ctx, kube, ns, 0, sz.warmupPods); err != nil {
+		b.Fatal(err)
+	}
+	waitBound(sz.warmupPods, 5*time.Minute)
+	progress("%s: warm-up done", c.name)
+
+	names := []string{"scheduler_scheduling_attempt_duration_seconds", "scheduler_framework_extension_point_duration_seconds", "scheduler_plugin_execution_duration_seconds"}
+	before, err := snapshot(names...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := sz.warmupPods + sz.measuredPods
+	start := time.Now()
+	created := make(chan error, 1)
+	go func() { created <- createPods(ctx, kube, ns, sz.warmupPods, total) }()
+	var windows []float64
+	last, lastProgress := bound.bound.Load(), time.Now()
+	for tick := time.NewTicker(time.Second); bound.bound.Load() < int64(total); {
+		select {
+		case err := <-created:
+			if err != nil {
+				b.Fatal(err)
+			}
+		case <-tick.C:
+			now := bound.bound.Load()
+			windows = append(windows, float64(now-last))
+			if now > last {
+				lastProgress = time.Now()
+			} else if time.Since(lastProgress) > 30*time.Second {
+				b.Fatalf("%s: stuck at %d of %d pods bound; %s", c.name, now, total, unscheduled(ctx, kube, ns))
+			}
+			last = now
+			if err := sched.Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	after, err := snapshot(names...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+
+	r := result{name: c.name, avg: float64(sz.measuredPods) / elapsed.Seconds(), p50: median(windows), heapMB: float64(mem.HeapInuse) / (1 << 20),
+		points: map[string]float64{}, plugins: map[string]float64{}}
+	attempts := after.since(before, names[0], "result=scheduled")
+	r.attemptP50, r.attemptP99 = attempts.quantile(0.5)*1000, attempts.quantile(0.99)*1000
+	for _, point := range after.labelValues(names[1], "extension_point") {
+		if d := after.since(before, names[1], "extension_point="+point); d.total > 0 {
+			r.points[point] = d.quantile(0.99) * 1000
+		}
+	}
+	for _, plugin := range after.labelValues(names[2], "plugin") {
+		for _, point := range after.labelValues(names[2], "extension_point") {
+			if d := after.since(before, names[2], "plugin="+plugin, "extension_point="+point); d.total > 0 {
+				r.plugins[plugin+"/"+point] = d.quantile(0.99) * 1000
+			}
+		}
+	}
+	return r
+}
+
+// progress goes to stderr with the time: setup dominates a case's wall time.
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s perf: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// report prints this repetition's cases side by side, with each case's
+// ratio to stock kube-scheduler from the same repetition.
+func report(b *testing.B, results []result) {
+	if len(results) == 0 || results[0].name != "stock" {
+		return
+	}
+	stock := results[0]
+	out := "\n| case | pods/s (avg) | ratio | pods/s (p50 of 1 s) | ratio | attempt p50 ms | attempt p99 ms | heap MB |\n|---|---|---|---|---|---|---|---|\n"
+	for _, r := range results {
+		out += fmt.Sprintf("| %s | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f | %.0f |\n", r.name, r.avg, r.avg/stock.avg, r.p50, r.p50/stock.p50, r.attemptP50, r.attemptP99, r.heapMB)
+	}
+	out += "\nper extension point, p99 ms:\n"
+	for _, r := range results {
+		out += fmt.Sprintf("- %s: %s\n", r.name, sorted(r.points))
+	}
+	out += "\nper plugin (sampled cycles), p99 ms:\n"
+	for _, r := range results {
+		out += fmt.Sprintf("- %s: %s\n", r.name, sorted(r.plugins))
+	}
+	// Printed, not logged: testing truncates a benchmark's log.
+	fmt.Println(out)
+	if path := os.Getenv("KOORD_PERF_REPORT"); path != "" {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := fmt.Fprintf(f, "\n### %s\n%s", time.Now().UTC().Format(time.RFC3339), out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestMain sends klog (the API servers' and the scheduler's logs) to a file:
+// at this scale they would drown the results and cost CPU on the terminal.
+func TestMain(m *testing.M) {
+	f, err := os.CreateTemp("", "koord-perf-*.log")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	for k, v := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL", "legacy_stderr_threshold_behavior": "false"} {
+		_ = fs.Set(k, v)
+	}
+	klog.SetOutput(f)
+	fmt.Fprintf(os.Stderr, "perf: control-plane and scheduler logs in %s\n", f.Name())
+	code := m.Run()
+	klog.Flush()
+	f.Close()
+	os.Exit(code)
+}
+
+func sorted(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	s := ""
+	for _, k := range keys {
+		s += fmt.Sprintf("%s %.3f; ", k, m[k])
+	}
+	return s
+}
