@@ -316,6 +316,13 @@ func (e *entry) allocatedLocked(skip types.UID) corev1.ResourceList {
 	return sum
 }
 
+// Holds says whether any reservation is on node, without copying anything.
+func (c *Cache) Holds(node string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.byNode[node]) > 0
+}
+
 // OnNode lists the node's reservations, by name.
 func (c *Cache) OnNode(node string) []View {
 	c.mu.RLock()

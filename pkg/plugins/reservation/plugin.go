@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -176,35 +177,95 @@ type podState struct {
 	reservedNode string
 	// annotated is set once PreBind wrote reservation-allocated.
 	annotated bool
+	// memo holds the pod's relation to each node's reservations: this
+	// plugin's Filter and Score and the other plugins' Holds.On all need
+	// it, for every node, in one cycle. Shared by clones: it depends on the
+	// pod and the reservations only.
+	memo *choices
+}
+
+// choices is the memo, by node name (a plain map under a lock: string keys
+// cost no allocation to look up, as sync.Map's boxed keys would).
+type choices struct {
+	mu    sync.RWMutex
+	nodes map[string]*nodeChoice
 }
 
 func (s *podState) Clone() fwk.StateData { c := *s; return &c }
+
+// nodeChoice is how the pod relates to one node's reservations.
+type nodeChoice struct {
+	views []View
+	c     choice
+	// use and held are c as the other plugins see it (read-only), made
+	// when one first asks.
+	once sync.Once
+	use  *reservation.Hold
+	held []reservation.Hold
+}
+
+// on is the pod's choice on node, nil when the node holds no reservation.
+// Nodes without reservations are not memoised: they cost nothing anyway.
+func (s *podState) on(node string) *nodeChoice {
+	if !s.cache.Holds(node) {
+		return nil
+	}
+	s.memo.mu.RLock()
+	n := s.memo.nodes[node]
+	s.memo.mu.RUnlock()
+	if n != nil {
+		return n
+	}
+	views := s.cache.OnNode(node)
+	if len(views) == 0 {
+		return nil
+	}
+	n = &nodeChoice{views: views, c: choose(views, s.pod, s.req, s.affinity, s.placeholder)}
+	s.memo.mu.Lock()
+	defer s.memo.mu.Unlock()
+	if prev := s.memo.nodes[node]; prev != nil {
+		return prev // another goroutine of this cycle got there first
+	}
+	s.memo.nodes[node] = n
+	return n
+}
+
+// holdsOf splits views into the one the pod consumes (use, may be nil) and the others.
+func holdsOf(views []View, use *View) (*reservation.Hold, []reservation.Hold) {
+	var taken *reservation.Hold
+	held := make([]reservation.Hold, 0, len(views))
+	for i := range views {
+		if use != nil && views[i].Reservation.UID == use.Reservation.UID {
+			taken = views[i].hold
+		} else {
+			held = append(held, *views[i].hold)
+		}
+	}
+	return taken, held
+}
 
 var _ reservation.Holds = &podState{}
 
 // On tells the other plugins which of node's reservations the pod consumes
 // (the one Reserve took, or the one it would take) and which it may not touch.
 func (s *podState) On(node string) (*reservation.Hold, []reservation.Hold) {
-	views := s.cache.OnNode(node)
-	if len(views) == 0 {
+	if s.reserved != nil && s.reservedNode == node {
+		// After Reserve (one node, once): the reservation taken, as it is
+		// now, with the pod among its consumers.
+		views := s.cache.OnNode(node)
+		for i := range views {
+			if views[i].Reservation.UID == s.reserved.UID {
+				return holdsOf(views, &views[i])
+			}
+		}
+		return holdsOf(views, nil)
+	}
+	n := s.on(node)
+	if n == nil {
 		return nil, nil
 	}
-	var use types.UID
-	if s.reserved != nil && s.reservedNode == node {
-		use = s.reserved.UID
-	} else if c := choose(views, s.pod, s.req, s.affinity, s.placeholder); c.use != nil {
-		use = c.use.Reservation.UID
-	}
-	var taken *reservation.Hold
-	held := make([]reservation.Hold, 0, len(views))
-	for i := range views {
-		if h := *views[i].hold; h.UID == use {
-			taken = &h
-		} else {
-			held = append(held, h)
-		}
-	}
-	return taken, held
+	n.once.Do(func() { n.use, n.held = holdsOf(n.views, n.c.use) })
+	return n.use, n.held
 }
 
 func getState(cs fwk.CycleState) *podState {
@@ -235,6 +296,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	cs.Write(stateKey, &podState{
 		pod:         pod,
 		cache:       p.cache,
+		memo:        &choices{nodes: map[string]*nodeChoice{}},
 		affinity:    affinity,
 		required:    reservation.RequiresReservation(affinity),
 		placeholder: reservation.PlaceholderOf(pod) != "",
@@ -255,14 +317,14 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	if s == nil {
 		return fwk.AsStatus(fmt.Errorf("%s: no PreFilter state", Name))
 	}
-	views := p.cache.OnNode(ni.Node().Name)
-	if len(views) == 0 {
+	n := s.on(ni.Node().Name)
+	if n == nil {
 		if s.required {
 			return fwk.NewStatus(fwk.Unschedulable, requiredReason(choice{}))
 		}
 		return nil
 	}
-	c := choose(views, pod, s.req, s.affinity, s.placeholder)
+	c := n.c
 	if c.use != nil && c.excessMilliCPU == 0 && c.excessMemory == 0 {
 		return nil
 	}
@@ -288,11 +350,7 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, ni
 	if s == nil || s.placeholder {
 		return 0, nil
 	}
-	views := p.cache.OnNode(ni.Node().Name)
-	if len(views) == 0 {
-		return 0, nil
-	}
-	if choose(views, pod, s.req, s.affinity, false).use != nil {
+	if n := s.on(ni.Node().Name); n != nil && n.c.use != nil {
 		return fwk.MaxNodeScore, nil
 	}
 	return 0, nil
