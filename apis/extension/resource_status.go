@@ -66,6 +66,21 @@ func GetResourceStatus(annotations map[string]string) (*ResourceStatus, error) {
 	return status, nil
 }
 
+// NUMAMemory is the memory allocated on each NUMA node, in bytes by node id;
+// nil when none is.
+func (s *ResourceStatus) NUMAMemory() map[int]int64 {
+	var out map[int]int64
+	for _, r := range s.NUMANodeResources {
+		if m, ok := r.Resources[corev1.ResourceMemory]; ok && !m.IsZero() {
+			if out == nil {
+				out = map[int]int64{}
+			}
+			out[int(r.Node)] += m.Value()
+		}
+	}
+	return out
+}
+
 // Marshal is the annotation value for this status.
 func (s *ResourceStatus) Marshal() (string, error) {
 	b, err := json.Marshal(s)

@@ -3,7 +3,6 @@ package reservation
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/cpuset"
@@ -73,14 +72,5 @@ func Pinning(r *schedulingv1alpha1.Reservation) (cpuset.CPUSet, map[int]int64, e
 	if err != nil {
 		return cpuset.New(), nil, fmt.Errorf("reservation %s: %w", r.Name, err)
 	}
-	var mem map[int]int64
-	for _, n := range st.NUMANodeResources {
-		if q, ok := n.Resources[corev1.ResourceMemory]; ok && !q.IsZero() {
-			if mem == nil {
-				mem = map[int]int64{}
-			}
-			mem[int(n.Node)] += q.Value()
-		}
-	}
-	return st.CPUs(), mem, nil
+	return st.CPUs(), st.NUMAMemory(), nil
 }

@@ -103,12 +103,24 @@ func Derive(r *schedulingv1alpha1.Reservation, pods []*corev1.Pod) ([]corev1.Obj
 // the annotation of a pod not bound (yet, or ever: its binding may have
 // failed after the scheduler wrote it).
 func Consumes(p *corev1.Pod, r *schedulingv1alpha1.Reservation) bool {
+	return Names(ClaimOf(p), r)
+}
+
+// ClaimOf is the reservation-allocated annotation of a live, bound pod, nil
+// for any other pod (and for a malformed annotation).
+func ClaimOf(p *corev1.Pod) *extension.ReservationAllocated {
 	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return false
+		return nil
 	}
 	a, err := extension.GetReservationAllocated(p.Annotations)
-	if err != nil || a == nil || a.Name != r.Name {
-		return false
+	if err != nil {
+		return nil
 	}
-	return a.UID == "" || a.UID == r.UID
+	return a
+}
+
+// Names reports whether a claim names r: by name, and by UID when it has one
+// (a reservation re-created under the same name is another one).
+func Names(a *extension.ReservationAllocated, r *schedulingv1alpha1.Reservation) bool {
+	return a != nil && a.Name == r.Name && (a.UID == "" || a.UID == r.UID)
 }

@@ -254,15 +254,7 @@ func AllocationOf(pod *corev1.Pod) (Allocation, error) {
 	if err != nil {
 		return Allocation{}, err
 	}
-	a := Allocation{CPUs: status.CPUs()}
-	for _, r := range status.NUMANodeResources {
-		if m, ok := r.Resources[corev1.ResourceMemory]; ok && !m.IsZero() {
-			if a.Memory == nil {
-				a.Memory = map[int]int64{}
-			}
-			a.Memory[int(r.Node)] = m.Value()
-		}
-	}
+	a := Allocation{CPUs: status.CPUs(), Memory: status.NUMAMemory()}
 	if !a.CPUs.IsEmpty() {
 		// The exclusivity a pod asked for binds it for as long as it runs.
 		spec, err := extension.GetResourceSpec(pod.Annotations)

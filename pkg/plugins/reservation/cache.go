@@ -17,7 +17,6 @@ import (
 
 	"k8s.io/utils/cpuset"
 
-	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	"github.com/koord-project/koord/pkg/reservation"
 )
@@ -206,22 +205,30 @@ func (c *Cache) dropLocked(uid types.UID) {
 func (c *Cache) ObservePod(pod *corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	// Parsed once, and the reservation found by UID: not once per cached
+	// reservation, under this lock, for every pod event.
+	a := reservation.ClaimOf(pod)
+	claims := a != nil
 	var target *entry
-	if a, err := extension.GetReservationAllocated(pod.Annotations); err == nil && a != nil && pod.Spec.NodeName != "" {
-		for _, e := range c.byUID {
-			if reservation.Consumes(pod, e.r) {
-				target = e
-				break
+	if claims {
+		if e := c.byUID[a.UID]; e != nil && reservation.Names(a, e.r) {
+			target = e
+		} else if a.UID == "" {
+			for _, e := range c.byUID {
+				if reservation.Names(a, e.r) {
+					target = e
+					break
+				}
 			}
 		}
 	}
-	finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 	delete(c.waiting, pod.UID)
 	if target == nil {
 		if finished || !c.assumedLocked(pod.UID) {
 			c.releaseLocked(pod.UID)
 		}
-		if a, err := extension.GetReservationAllocated(pod.Annotations); !finished && err == nil && a != nil && pod.Spec.NodeName != "" {
+		if claims {
 			c.waiting[pod.UID] = pod
 		}
 		return
