@@ -221,6 +221,10 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Live heap of the whole process (API server, etcd, scheduler, this
+	// harness) at the end of the measured phase, after a collection: what
+	// earlier cases left behind is garbage by now and not counted.
+	runtime.GC()
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
 

@@ -176,9 +176,9 @@ func BenchmarkFilterReservations(b *testing.B) {
 		name  string
 		holds reservation.Holds
 	}{
-		{"none-on-node", &holdsOf{}},
-		{"stranger-beside-pinned", &benchHolds{held: []reservation.Hold{pinned}}},
-		{"owner-of-pinned", &benchHolds{use: &pinned}},
+		{"none-on-node", &holdsOf{node: "elsewhere"}},
+		{"stranger-beside-pinned", &holdsOf{held: []reservation.Hold{pinned}}},
+		{"owner-of-pinned", &holdsOf{use: &pinned}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			f.holds = tc.holds
@@ -193,12 +193,3 @@ func BenchmarkFilterReservations(b *testing.B) {
 		})
 	}
 }
-
-// benchHolds answers for every node.
-type benchHolds struct {
-	use  *reservation.Hold
-	held []reservation.Hold
-}
-
-func (h *benchHolds) Clone() fwk.StateData                              { return h }
-func (h *benchHolds) On(string) (*reservation.Hold, []reservation.Hold) { return h.use, h.held }

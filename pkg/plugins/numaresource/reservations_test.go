@@ -16,15 +16,17 @@ import (
 )
 
 // holdsOf is what the Reservation plugin would say for one pod: the
-// reservation it consumes (if any) and the ones held against it, on n1.
+// reservation it consumes (if any) and the ones held against it, on node
+// (every node when empty).
 type holdsOf struct {
+	node string
 	use  *reservation.Hold
 	held []reservation.Hold
 }
 
 func (h *holdsOf) Clone() fwk.StateData { return h }
 func (h *holdsOf) On(node string) (*reservation.Hold, []reservation.Hold) {
-	if node != "n1" {
+	if h.node != "" && node != h.node {
 		return nil, nil
 	}
 	return h.use, h.held
@@ -58,7 +60,7 @@ func TestReservationPinnedCPUs(t *testing.T) {
 	r1 := reservation.Hold{Name: "r1", UID: "r1", MilliCPU: 4000, Memory: 2 * gi, CPUs: pinned.CPUs, NUMAMemory: pinned.Memory}
 
 	// Everyone else: 12 CPUs left, never the reservation's.
-	f.holds = &holdsOf{held: []reservation.Hold{r1}}
+	f.holds = &holdsOf{node: "n1", held: []reservation.Hold{r1}}
 	for i := 0; i < 6; i++ {
 		got := mustSchedule(t, f, lsr(fmt.Sprintf("p%d", i), "2", "", nil), "n1").CPUs()
 		if !got.Intersection(pinned.CPUs).IsEmpty() {
@@ -78,7 +80,7 @@ func TestReservationPinnedCPUs(t *testing.T) {
 	}
 
 	// The owner gets the very CPUs held for it.
-	f.holds = &holdsOf{use: &r1}
+	f.holds = &holdsOf{node: "n1", use: &r1}
 	got := mustSchedule(t, f, lsr("owner", "4", "2Gi", nil), "n1")
 	if !got.CPUs().Equals(pinned.CPUs) {
 		t.Fatalf("owner got %s, reservation r1 pinned %s", got.CPUs(), pinned.CPUs)
@@ -95,7 +97,7 @@ func TestReservationOwnerNeedsMore(t *testing.T) {
 	f := newFixture(t, defaultArgs(t, nil), node("n1", nil))
 	f.publish("n1", topologytest.Linux(1, 2, 4, 2, 8*gi))
 	r1 := reservation.Hold{Name: "r1", UID: "r1", CPUs: cpuset.New(0, 1)}
-	f.holds = &holdsOf{use: &r1}
+	f.holds = &holdsOf{node: "n1", use: &r1}
 	got := mustSchedule(t, f, lsr("owner", "4", "", nil), "n1").CPUs()
 	if got.Size() != 4 {
 		t.Fatalf("owner got %s", got)
