@@ -111,6 +111,67 @@ func checkCPUs(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane,
 	return held
 }
 
+// bindingWrites records, per pod of namespace default, how many writes it
+// saw before the one that bound it, and the pod as first seen bound.
+type bindingWrites struct {
+	mu     sync.Mutex
+	before map[string]int
+	bound  map[string]*corev1.Pod
+}
+
+func watchBindingWrites(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) *bindingWrites {
+	t.Helper()
+	w, err := cp.Client.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	b := &bindingWrites{before: map[string]int{}, bound: map[string]*corev1.Pod{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			b.mu.Lock()
+			switch {
+			case b.bound[p.Name] != nil:
+			case p.Spec.NodeName != "":
+				b.bound[p.Name] = p
+			case ev.Type == "MODIFIED":
+				b.before[p.Name]++
+			}
+			b.mu.Unlock()
+		}
+	}()
+	return b
+}
+
+// check asserts that pod name was first seen bound with annotation key,
+// after writes writes (-1: any number) since it was created.
+func (b *bindingWrites) check(t *testing.T, name, key string, writes int) {
+	t.Helper()
+	var p *corev1.Pod
+	_ = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		p = b.bound[name]
+		return p != nil, nil
+	})
+	if p == nil {
+		t.Fatalf("pod %s never seen bound", name)
+	}
+	b.mu.Lock()
+	n := b.before[name]
+	b.mu.Unlock()
+	if p.Annotations[key] == "" {
+		t.Errorf("pod %s was bound without %s", name, key)
+	}
+	if writes >= 0 && n != writes {
+		t.Errorf("pod %s: %d writes before the binding, want %d", name, n, writes)
+	}
+}
+
 func waitBound(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, names ...string) {
 	t.Helper()
 	for _, n := range names {
@@ -150,6 +211,7 @@ func TestNUMABindsDisjointWholeCores(t *testing.T) {
 		topos[n] = numaNode(t, ctx, cp, n, topologytest.Linux(1, 2, 8, 2, 32<<30), nil)
 	}
 	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	writes := watchBindingWrites(t, ctx, cp)
 
 	// Larger than any NUMA node (16 CPUs), though the nodes have 32 free:
 	// pending, and the reason says why.
@@ -167,6 +229,12 @@ func TestNUMABindsDisjointWholeCores(t *testing.T) {
 		names = append(names, name)
 	}
 	waitBound(t, ctx, cp, names...)
+	// The CPUs ride on the Binding: created, then bound with them in one
+	// write (a PreBind patch would be one more, and kube-scheduler's
+	// nominatedNodeName another).
+	for _, name := range names {
+		writes.check(t, name, extension.AnnotationResourceStatus, 0)
+	}
 	held := checkCPUs(t, ctx, cp, topos, true)
 	if n := held["numa-a"].Size() + held["numa-b"].Size(); n != 32 {
 		t.Errorf("%d CPUs held, want 32", n)
@@ -184,8 +252,21 @@ func TestNUMABindsDisjointWholeCores(t *testing.T) {
 	waitUnschedulable(t, ctx, cp, "fractional", "needs a whole number of CPUs")
 }
 
+// defaultBinderFirst is the shipped profile without its bind list:
+// DefaultBinder binds, so NodeNUMAResource writes the CPUs in PreBind.
+func defaultBinderFirst(t *testing.T) []byte {
+	t.Helper()
+	block := "      bind:\n        enabled:\n          - name: Reservation\n          - name: NodeNUMAResource\n"
+	if !strings.Contains(string(manifests.SchedulerConfig), block) {
+		t.Fatalf("the shipped config has no bind list %q", block)
+	}
+	return []byte(strings.Replace(string(manifests.SchedulerConfig), block, "", 1))
+}
+
 // Binding pods wait for a node's topology and for freed CPUs; pods that bind
-// nothing do not care about topology; a malformed ConfigMap is named.
+// nothing do not care about topology; a malformed ConfigMap is named. The
+// profile binds with DefaultBinder, so the CPUs are patched on in PreBind:
+// still there when the pod is first seen bound.
 func TestNUMATopologyAndDeletion(t *testing.T) {
 	ctx := testContext(t)
 	cp := startNUMAControlPlane(t, ctx)
@@ -198,7 +279,8 @@ func TestNUMATopologyAndDeletion(t *testing.T) {
 	if _, err := cp.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, broken, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	startScheduler(t, ctx, cp, defaultBinderFirst(t))
+	writes := watchBindingWrites(t, ctx, cp)
 
 	if _, err := cp.CreatePod(ctx, lsrPod("a", "2", nil)); err != nil {
 		t.Fatal(err)
@@ -219,6 +301,12 @@ func TestNUMATopologyAndDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitBound(t, ctx, cp, "b")
+	writes.check(t, "b", extension.AnnotationResourceStatus, -1)
+	writes.mu.Lock()
+	if writes.before["b"] == 0 {
+		t.Errorf("pod b was bound with no write before: did DefaultBinder carry the CPUs?")
+	}
+	writes.mu.Unlock()
 	if _, err := cp.CreatePod(ctx, lsrPod("c", "2", nil)); err != nil {
 		t.Fatal(err)
 	}

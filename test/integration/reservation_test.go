@@ -109,6 +109,7 @@ func TestReservationHoldsForItsOwner(t *testing.T) {
 	reservationNode(t, ctx, cp, "r-node", "4", "16Gi")
 	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
 	startManager(t, ctx, cp, time.Hour)
+	writes := watchBindingWrites(t, ctx, cp)
 	filler, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "filler", SchedulerName: "koord-scheduler", CPU: "1", Memory: "1Gi"})
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +157,8 @@ func TestReservationHoldsForItsOwner(t *testing.T) {
 	if err != nil || alloc == nil || alloc.Name != "web-capacity" || alloc.UID != r.UID {
 		t.Errorf("owner's %s = %+v (%v)", extension.AnnotationReservationAllocated, alloc, err)
 	}
+	// The claim rides on the Binding: created, then bound with it in one write.
+	writes.check(t, "web-1", extension.AnnotationReservationAllocated, 0)
 	done := waitReservation(t, ctx, cp, "web-capacity", "Succeeded", isPhase(schedulingv1alpha1.ReservationSucceeded))
 	if len(done.Status.CurrentOwners) != 1 || done.Status.CurrentOwners[0].Name != "web-1" || done.Status.Allocated.Cpu().String() != "2" {
 		t.Errorf("consumed reservation: owners %v allocated %v", done.Status.CurrentOwners, done.Status.Allocated)

@@ -26,6 +26,7 @@ import (
 	"github.com/koord-project/koord/apis/config"
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/pkg/plugins/podbinding"
 	"github.com/koord-project/koord/pkg/reservation"
 )
 
@@ -46,6 +47,7 @@ var (
 	_ fwk.ReservePlugin     = &Plugin{}
 	_ fwk.PreBindPlugin     = &Plugin{}
 	_ fwk.PostBindPlugin    = &Plugin{}
+	_ fwk.BindPlugin        = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
 )
 
@@ -69,6 +71,10 @@ type Plugin struct {
 	waiting map[types.UID]*corev1.Pod
 
 	nodeScore, numaScore scorer
+
+	// binding says whether the profile binds with podbinding (the chosen
+	// CPUs ride on the Binding) or needs the PreBind patch.
+	binding podbinding.Profile
 }
 
 // scorer turns free and used amounts into 0-100 by a scoring strategy.
@@ -516,6 +522,9 @@ func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	delete(p.waiting, pod.UID)
 	p.waitMu.Unlock()
 	cs.Write(reservedKey, &reserved{alloc: alloc, status: annotation})
+	if p.binding.Carried(p.handle) {
+		podbinding.Add(cs, extension.AnnotationResourceStatus, annotation, func() *fwk.Status { return p.stillAssumed(pod, alloc) })
+	}
 	klog.FromContext(ctx).V(4).Info("Reserved CPUs", "pod", klog.KObj(pod), "node", nodeName, "cpuset", cpus.String())
 	return nil
 }
@@ -582,12 +591,21 @@ func (p *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	}
 }
 
-// PreBindPreFlight skips PreBind for pods that bind no CPUs.
+// PreBindPreFlight skips PreBind for pods that bind no CPUs, and for all
+// pods when the CPUs ride on the Binding (see Bind).
 func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if _, err := cs.Read(reservedKey); err != nil {
+	if _, err := cs.Read(reservedKey); err != nil || p.binding.Carried(p.handle) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+}
+
+// Bind binds the pod with its resource-status (and whatever other Koord
+// plugins recorded) in one write; pods that bind no CPUs go on to the next
+// binder. Only in effect where this plugin comes before DefaultBinder in the
+// profile's bind list.
+func (p *Plugin) Bind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	return podbinding.Bind(ctx, p.handle, cs, pod, nodeName)
 }
 
 // PostBind lets go of a reservation's placeholder: the Reservation plugin's
@@ -604,15 +622,16 @@ func (p *Plugin) PostBind(_ context.Context, cs fwk.CycleState, pod *corev1.Pod,
 }
 
 // PreBind writes the chosen CPUs on the pod for koordlet, before the pod is
-// bound, so that a bound pod always says which CPUs it holds.
+// bound, so that a bound pod always says which CPUs it holds: in profiles
+// whose first binder is DefaultBinder. Otherwise Bind carries them.
 func (p *Plugin) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	d, err := cs.Read(reservedKey)
-	if err != nil {
+	if err != nil || p.binding.Carried(p.handle) {
 		return nil
 	}
 	r := d.(*reserved)
-	if !p.state.StillAssumed(pod.UID) {
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("CPUs %s were bound to another pod meanwhile", r.alloc.CPUs))
+	if s := p.stillAssumed(pod, r.alloc); s != nil {
+		return s
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{extension.AnnotationResourceStatus: r.status}}})
 	if err != nil {
@@ -620,6 +639,15 @@ func (p *Plugin) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	}
 	if _, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fwk.AsStatus(fmt.Errorf("writing annotation %s: %w", extension.AnnotationResourceStatus, err))
+	}
+	return nil
+}
+
+// stillAssumed refuses the binding if the CPUs Reserve held for pod were
+// bound to another pod meanwhile.
+func (p *Plugin) stillAssumed(pod *corev1.Pod, alloc Allocation) *fwk.Status {
+	if !p.state.StillAssumed(pod.UID) {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("CPUs %s were bound to another pod meanwhile", alloc.CPUs))
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/cpuset"
@@ -26,6 +27,8 @@ import (
 	configv1 "github.com/koord-project/koord/apis/config/v1"
 	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/internal/topologytest"
+	"github.com/koord-project/koord/pkg/plugins/podbinding"
+	"github.com/koord-project/koord/pkg/plugins/podbinding/podbindingtest"
 	"github.com/koord-project/koord/pkg/reservation"
 )
 
@@ -53,7 +56,12 @@ type testHandle struct {
 	rec       *events.FakeRecorder
 	mu        sync.Mutex
 	activated []string
+	// bind is the profile's bind list (none: DefaultBinder alone).
+	bind []string
 }
+
+func (h *testHandle) APICacher() fwk.APICacher           { return nil }
+func (h *testHandle) ListPlugins() *schedconfig.Plugins { return podbindingtest.Plugins(h.bind...) }
 
 func (h *testHandle) SnapshotSharedLister() fwk.SharedLister    { return h.snapshot }
 func (h *testHandle) ClientSet() kubernetes.Interface           { return h.client }
@@ -437,6 +445,75 @@ func TestNUMAPacking(t *testing.T) {
 	second := mustSchedule(t, f, lsr("b", "2", "", nil), "n1").CPUs()
 	if topo.NUMANodeOf(first.List()[0]) != topo.NUMANodeOf(second.List()[0]) {
 		t.Errorf("MostAllocated spread pods over NUMA nodes: %s, %s", first, second)
+	}
+}
+
+// Where this plugin comes before DefaultBinder, the chosen CPUs ride on the
+// Binding: no PreBind, no patch, one Binding carrying resource-status; and a
+// pod whose CPUs were taken meanwhile is not bound at all.
+func TestBindCarriesCPUs(t *testing.T) {
+	if !slices.Contains(podbinding.Binders, Name) {
+		t.Fatalf("%s is not in podbinding.Binders: Carried would never see it", Name)
+	}
+	f := newFixture(t, defaultArgs(t, nil), node("n1", nil))
+	f.h.bind = []string{Name, "DefaultBinder"}
+	f.publish("n1", topologytest.Linux(1, 1, 2, 2, gi)) // 2 cores × 2 threads
+	ctx := context.Background()
+	reserve := func(pod *corev1.Pod) fwk.CycleState {
+		t.Helper()
+		if _, err := f.h.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cs, _, _ := f.cycle(pod)
+		if s := f.p.Reserve(ctx, cs, pod, "n1"); !s.IsSuccess() {
+			t.Fatal(s.AsError())
+		}
+		return cs
+	}
+	pod := lsr("carried", "2", "", nil)
+	cs := reserve(pod)
+	if _, s := f.p.PreBindPreFlight(ctx, cs, pod, "n1"); !s.IsSkip() {
+		t.Errorf("PreBindPreFlight %v, want Skip: kube-scheduler would patch nominatedNodeName for nothing", s)
+	}
+	if s := f.p.PreBind(ctx, cs, pod, "n1"); !s.IsSuccess() {
+		t.Fatal(s.AsError())
+	}
+	if n := podbindingtest.Patches(f.h.client); n != 0 {
+		t.Errorf("%d patches before binding, want none", n)
+	}
+	if s := f.p.Bind(ctx, cs, pod, "n1"); !s.IsSuccess() {
+		t.Fatal(s.AsError())
+	}
+	sent := podbindingtest.Sent(f.h.client)
+	if len(sent) != 1 || sent[0].Target.Name != "n1" {
+		t.Fatalf("bindings %+v, want one to n1", sent)
+	}
+	st, err := extension.GetResourceStatus(sent[0].Annotations)
+	if err != nil || !st.CPUs().Equals(cpuset.New(0, 2)) {
+		t.Errorf("binding carries %q (%v), want one whole core 0,2", sent[0].Annotations[extension.AnnotationResourceStatus], err)
+	}
+
+	// A pod that binds no CPUs goes on to DefaultBinder.
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "plain", UID: "plain"}}
+	cs, _, _ = f.cycle(plain)
+	_ = f.p.Reserve(ctx, cs, plain, "n1")
+	if s := f.p.Bind(ctx, cs, plain, "n1"); !s.IsSkip() {
+		t.Errorf("plain pod: Bind %v, want Skip", s)
+	}
+
+	// The CPUs are bound to another pod before the binding: refused, nothing sent.
+	late := lsr("late", "2", "", nil)
+	cs = reserve(late)
+	other := lsr("bound-elsewhere", "1", "", map[string]string{extension.AnnotationResourceStatus: `{"cpuset":"1"}`})
+	other.Spec.NodeName = "n1"
+	if err := f.p.state.ObservePod(other); err != nil {
+		t.Fatal(err)
+	}
+	if s := f.p.Bind(ctx, cs, late, "n1"); s.IsSuccess() || s.IsSkip() {
+		t.Errorf("Bind with CPUs another pod holds: %v", s)
+	}
+	if n := len(podbindingtest.Sent(f.h.client)); n != 1 {
+		t.Errorf("%d bindings sent, want only the first", n)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
 	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
 	"github.com/koord-project/koord/pkg/plugins/koordclient"
+	"github.com/koord-project/koord/pkg/plugins/podbinding"
 	"github.com/koord-project/koord/pkg/reservation"
 )
 
@@ -53,6 +54,10 @@ type Plugin struct {
 
 	synced []cache.InformerSynced
 	ready  atomic.Bool
+
+	// binding says whether the profile binds with podbinding
+	// (reservation-allocated rides on the Binding) or needs the PreBind patch.
+	binding podbinding.Profile
 }
 
 func (p *Plugin) Name() string { return Name }
@@ -377,6 +382,13 @@ func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
 	s.reserved, s.reservedNode = c.use.Reservation, nodeName
+	if p.binding.Carried(p.handle) {
+		v, err := (&extension.ReservationAllocated{Name: s.reserved.Name, UID: s.reserved.UID}).Marshal()
+		if err != nil {
+			return fwk.AsStatus(err)
+		}
+		podbinding.Add(cs, extension.AnnotationReservationAllocated, v, nil)
+	}
 	return nil
 }
 
@@ -401,10 +413,12 @@ func (p *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 
 // PreBind writes reservation-allocated on an owner: the record koord-manager
 // derives the reservation's status from, and a restarted scheduler its cache.
-// A pod that consumes none this time loses the one a failed attempt left.
+// Where this plugin binds (see Bind) the Binding carries it instead. A pod
+// that consumes none this time loses the one a failed attempt left (a
+// Binding can add annotations, not remove them).
 func (p *Plugin) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	s := getState(cs)
-	if s == nil {
+	if s == nil || (s.reserved != nil && p.binding.Carried(p.handle)) {
 		return nil
 	}
 	if s.reserved == nil {
@@ -437,10 +451,14 @@ func (p *Plugin) setAllocated(ctx context.Context, pod *corev1.Pod, a *extension
 	return err
 }
 
-// PreBindPreFlight skips PreBind for pods that consume no reservation and
-// carry no annotation of an earlier, failed attempt.
+// PreBindPreFlight skips PreBind for pods whose reservation-allocated rides
+// on the Binding, and for pods that consume no reservation and carry no
+// annotation of an earlier, failed attempt.
 func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
 	if s := getState(cs); s != nil && s.reserved != nil {
+		if p.binding.Carried(p.handle) {
+			return nil, fwk.NewStatus(fwk.Skip)
+		}
 		return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
 	}
 	if _, stale := pod.Annotations[extension.AnnotationReservationAllocated]; stale {
@@ -450,12 +468,13 @@ func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, pod *cor
 }
 
 // Bind turns a placeholder into an Available reservation on nodeName and
-// deletes the placeholder instead of binding it; other pods go to the
-// default binder.
+// deletes the placeholder instead of binding it. Other pods are bound with
+// the annotations Koord plugins recorded for them (podbinding), or, with
+// none, by the next binder.
 func (p *Plugin) Bind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	name := reservation.PlaceholderOf(pod)
 	if name == "" {
-		return fwk.NewStatus(fwk.Skip)
+		return podbinding.Bind(ctx, p.handle, cs, pod, nodeName)
 	}
 	logger := klog.FromContext(ctx)
 	r, err := p.koord.SchedulingV1alpha1().Reservations().Get(ctx, name, metav1.GetOptions{})
@@ -474,13 +493,18 @@ func (p *Plugin) Bind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 		}
 		return nil
 	}
-	// NodeNUMAResource's PreBind wrote the CPUs it chose onto the
-	// placeholder in the API, not on this copy.
-	current, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-	if err != nil {
-		return fwk.AsStatus(fmt.Errorf("placeholder %s/%s: %w", pod.Namespace, pod.Name, err))
+	// The CPUs NodeNUMAResource chose for the placeholder: recorded for the
+	// Binding, or (profiles where its PreBind patches) on the placeholder in
+	// the API, not on this copy.
+	status, ok := podbinding.Pending(cs, extension.AnnotationResourceStatus)
+	if !ok {
+		current, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return fwk.AsStatus(fmt.Errorf("placeholder %s/%s: %w", pod.Namespace, pod.Name, err))
+		}
+		status, ok = current.Annotations[extension.AnnotationResourceStatus]
 	}
-	if status, ok := current.Annotations[extension.AnnotationResourceStatus]; ok {
+	if ok {
 		// CPUs NodeNUMAResource chose for the placeholder are the reservation's.
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{extension.AnnotationResourceStatus: status}}})
 		if r, err = p.koord.SchedulingV1alpha1().Reservations().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {

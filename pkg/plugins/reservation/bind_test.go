@@ -1,0 +1,94 @@
+package reservation
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+
+	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/pkg/plugins/podbinding"
+	"github.com/koord-project/koord/pkg/plugins/podbinding/podbindingtest"
+)
+
+type bindHandle struct {
+	fwk.Handle
+	client *fake.Clientset
+	bind   []string
+}
+
+func (h *bindHandle) ClientSet() kubernetes.Interface   { return h.client }
+func (h *bindHandle) APICacher() fwk.APICacher          { return nil }
+func (h *bindHandle) ListPlugins() *schedconfig.Plugins { return podbindingtest.Plugins(h.bind...) }
+
+// In the shipped profile (Reservation first under bind) an owner's claim
+// rides on its Binding: PreBind has nothing to do and patches nothing.
+func TestBindCarriesClaim(t *testing.T) {
+	if !slices.Contains(podbinding.Binders, Name) {
+		t.Fatalf("%s is not in podbinding.Binders: Carried would never see it", Name)
+	}
+	r := withOwners(available("r1", "n1", "2"), "web")
+	p := testPlugin(r)
+	owner, stranger := appPod("web-1", "web", "2"), appPod("batch-1", "batch", "1")
+	owner.Namespace, stranger.Namespace = "default", "default"
+	h := &bindHandle{client: fake.NewClientset(owner, stranger), bind: []string{Name, "NodeNUMAResource", "DefaultBinder"}}
+	p.handle = h
+	ctx := context.Background()
+
+	cs, st := run(t, p, owner, nodeInfo())
+	if !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if st := p.Reserve(ctx, cs, owner, "n1"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if _, st := p.PreBindPreFlight(ctx, cs, owner, "n1"); !st.IsSkip() {
+		t.Errorf("owner: PreBindPreFlight %v, want Skip", st)
+	}
+	if st := p.PreBind(ctx, cs, owner, "n1"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if n := podbindingtest.Patches(h.client); n != 0 {
+		t.Errorf("%d patches before binding, want none", n)
+	}
+	if st := p.Bind(ctx, cs, owner, "n1"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	sent := podbindingtest.Sent(h.client)
+	if len(sent) != 1 {
+		t.Fatalf("%d bindings, want 1", len(sent))
+	}
+	a, err := extension.GetReservationAllocated(sent[0].Annotations)
+	if err != nil || a == nil || a.Name != "r1" || a.UID != r.UID {
+		t.Errorf("binding carries %+v (%v), want r1", a, err)
+	}
+
+	// A stranger with a stale claim from a failed attempt: a Binding cannot
+	// remove an annotation, so PreBind patches it off, and the pod goes on to
+	// the next binder.
+	stranger.Annotations = map[string]string{extension.AnnotationReservationAllocated: `{"name":"r1","uid":"old"}`}
+	if _, err := h.client.CoreV1().Pods("default").Update(ctx, stranger, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cs, _ = run(t, p, stranger, nodeInfo())
+	if st := p.Reserve(ctx, cs, stranger, "n1"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if _, st := p.PreBindPreFlight(ctx, cs, stranger, "n1"); !st.IsSuccess() {
+		t.Errorf("stale claim: PreBindPreFlight %v, want Success", st)
+	}
+	if st := p.PreBind(ctx, cs, stranger, "n1"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if got, _ := h.client.CoreV1().Pods("default").Get(ctx, stranger.Name, metav1.GetOptions{}); got.Annotations[extension.AnnotationReservationAllocated] != "" {
+		t.Errorf("stale claim still there: %v", got.Annotations)
+	}
+	if st := p.Bind(ctx, cs, stranger, "n1"); !st.IsSkip() {
+		t.Errorf("stranger: Bind %v, want Skip (DefaultBinder binds it)", st)
+	}
+}
