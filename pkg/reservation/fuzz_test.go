@@ -26,6 +26,7 @@ func FuzzUsable(f *testing.F) {
 		}
 		r := reservation("r1", ownerByLabel("app", "web"))
 		r.Labels = map[string]string{"pool": pool}
+		checkKeys(t, "fuzz", r, pod)
 		ok, why := Usable(r, pod, a)
 		if ok && a != nil && a.Name != "" && a.Name != "r1" {
 			t.Fatalf("affinity %q names %s but reservation r1 was usable", affinity, a.Name)

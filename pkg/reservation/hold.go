@@ -48,6 +48,9 @@ type Holds interface {
 	// Reserve, the one it took) and the node's other reservations, which
 	// are held against it. Nodes without reservations cost no allocation.
 	On(node string) (use *Hold, held []Hold)
+	// Held is the CPU (milli-cores) and memory of held in total: what
+	// LoadAwareScheduling adds on every node, without walking the list.
+	Held(node string) (milliCPU, memory int64)
 }
 
 // HoldsOf returns the pod's Holds, nil when the Reservation plugin is not in

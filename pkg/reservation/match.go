@@ -47,6 +47,66 @@ func CompileOwners(r *schedulingv1alpha1.Reservation) Owners {
 	return o
 }
 
+// Keys are necessary conditions for matching, one per entry: a pod can
+// match an entry only if PodKeys(pod) contains the entry's key, which lets a
+// cache of many reservations skip those a pod cannot own without matching
+// each. any says that some entry has no such key (a selector of expressions
+// only, or an empty one, which matches every pod) and must be tried on every
+// pod. Entries that match nothing have no key.
+func (o Owners) Keys() (keys []string, any bool) {
+	for i := range o.entries {
+		e := &o.entries[i]
+		switch {
+		case e.Object == nil && e.Controller == nil && e.LabelSelector == nil:
+		case e.Object != nil:
+			if e.Object.Kind == "" || e.Object.Kind == "Pod" {
+				keys = append(keys, "object/"+e.Object.Namespace+"/"+e.Object.Name)
+			}
+		case e.Controller != nil && e.Controller.UID != "":
+			keys = append(keys, "controller-uid/"+string(e.Controller.UID))
+		case e.Controller != nil:
+			if e.Controller.Name != "" {
+				keys = append(keys, "controller/"+e.Controller.Name)
+			}
+		case o.selectors[i].Empty():
+			any = true
+		case len(e.LabelSelector.MatchLabels) > 0:
+			// Any one label the selector requires will do; the smallest
+			// key, so that the same selector always gives the same key.
+			first := ""
+			for k := range e.LabelSelector.MatchLabels {
+				if first == "" || k < first {
+					first = k
+				}
+			}
+			keys = append(keys, "label/"+first+"="+e.LabelSelector.MatchLabels[first])
+		default:
+			if !isNothing(o.selectors[i]) {
+				any = true
+			}
+		}
+	}
+	return keys, any
+}
+
+func isNothing(sel labels.Selector) bool {
+	_, ok := sel.Requirements()
+	return !ok
+}
+
+// PodKeys are the keys (see Owners.Keys) pod offers.
+func PodKeys(pod *corev1.Pod) []string {
+	keys := make([]string, 0, len(pod.Labels)+3)
+	keys = append(keys, "object/"+pod.Namespace+"/"+pod.Name)
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		keys = append(keys, "controller-uid/"+string(ref.UID), "controller/"+ref.Name)
+	}
+	for k, v := range pod.Labels {
+		keys = append(keys, "label/"+k+"="+v)
+	}
+	return keys
+}
+
 // Match reports whether pod matches any entry.
 func (o Owners) Match(pod *corev1.Pod) bool {
 	for i := range o.entries {

@@ -1,6 +1,7 @@
 package reservation
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,6 +70,7 @@ func TestIsOwner(t *testing.T) {
 		if got := IsOwner(reservation("r", tc.owner), web); got != tc.want {
 			t.Errorf("%s: IsOwner = %v, want %v", tc.name, got, tc.want)
 		}
+		checkKeys(t, tc.name, reservation("r", tc.owner), web)
 	}
 	// Entries are alternatives.
 	r := reservation("r",
@@ -80,6 +82,51 @@ func TestIsOwner(t *testing.T) {
 	if IsOwner(r, testPod("prod", "orphan", nil, nil)) {
 		t.Error("a pod without a controller must not match by a controller entry or an unrelated entry")
 	}
+}
+
+// checkKeys asserts that Owners.Keys never rules out an owner: a pod that
+// matches offers one of the keys, or the reservation has a keyless entry.
+func checkKeys(t *testing.T, name string, r *schedulingv1alpha1.Reservation, pod *corev1.Pod) {
+	t.Helper()
+	owners := CompileOwners(r)
+	keys, any := owners.Keys()
+	if !owners.Match(pod) || any {
+		return
+	}
+	for _, k := range PodKeys(pod) {
+		if slices.Contains(keys, k) {
+			return
+		}
+	}
+	t.Errorf("%s: pod %s owns the reservation but offers none of its keys %v (pod offers %v)", name, pod.Name, keys, PodKeys(pod))
+}
+
+func TestOwnerKeys(t *testing.T) {
+	web := testPod("prod", "web-1", map[string]string{"app": "web"}, nil)
+	for _, tc := range []struct {
+		name    string
+		owner   schedulingv1alpha1.ReservationOwner
+		keys    []string
+		keyless bool
+	}{
+		{"labels: the smallest key", ownerByLabels(map[string]string{"tier": "front", "app": "web"}), []string{"label/app=web"}, false},
+		{"object", schedulingv1alpha1.ReservationOwner{Object: &corev1.ObjectReference{Namespace: "prod", Name: "web-1"}}, []string{"object/prod/web-1"}, false},
+		{"an empty selector matches every pod", schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{}}, nil, true},
+		{"expressions only", schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpExists}}}}, nil, true},
+		{"an empty entry matches nobody", schedulingv1alpha1.ReservationOwner{}, nil, false},
+	} {
+		r := reservation("r", tc.owner)
+		keys, keyless := CompileOwners(r).Keys()
+		if !slices.Equal(keys, tc.keys) || keyless != tc.keyless {
+			t.Errorf("%s: keys %v keyless %v, want %v %v", tc.name, keys, keyless, tc.keys, tc.keyless)
+		}
+		checkKeys(t, tc.name, r, web)
+	}
+}
+
+func ownerByLabels(m map[string]string) schedulingv1alpha1.ReservationOwner {
+	return schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{MatchLabels: m}}
 }
 
 func TestUsable(t *testing.T) {

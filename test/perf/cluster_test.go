@@ -116,19 +116,48 @@ func buildReservations(ctx context.Context, koord koordclientset.Interface, n, n
 	})
 }
 
-// mixedPod is pod i of the realistic mix every case schedules: one in ten
-// owns a reservation (the i/10-th), two in ten bind a whole CPU
-// (NodeNUMAResource, SpreadByPCPUs), the rest are plain 50m pods.
-func mixedPod(namespace string, i int) *corev1.Pod {
-	cpu, labels, annotations := "50m", map[string]string{"app": "plain"}, map[string]string(nil)
+// mix is a kind of workload: pod i of it, and how many of its pods the
+// nodes hold under the shipped profile's limits.
+type mix struct {
+	name string
+	pod  func(namespace string, i int) *corev1.Pod
+	// perNode is how many pods of the mix a 4-CPU node takes before
+	// LoadAwareScheduling (65 percent CPU, pods estimated at 85 percent of
+	// their limit, NodeMetrics at up to 600m) turns pods away, with margin.
+	perNode float64
+}
+
+// realistic is what every Koord plugin has work in: one pod in ten owns a
+// reservation (the i/10-th), two in ten bind a whole CPU (NodeNUMAResource,
+// SpreadByPCPUs), the rest are plain 50m pods. It averages 0.24 CPU a pod;
+// 8.5 a node keep under LoadAwareScheduling with no Reservation plugin.
+var realistic = mix{name: "realistic", perNode: 8.5, pod: func(namespace string, i int) *corev1.Pod {
 	switch i % 10 {
 	case 0:
-		labels["app"] = fmt.Sprintf("reserved-%d", i/10)
+		return newPod(namespace, i, "50m", map[string]string{"app": fmt.Sprintf("reserved-%d", i/10)}, nil)
 	case 1, 2:
-		cpu = "1"
-		labels[extension.LabelPodQoS] = string(extension.QoSLS)
-		annotations = map[string]string{extension.AnnotationResourceSpec: `{"preferredCPUBindPolicy":"SpreadByPCPUs"}`}
+		return bindingPod(namespace, i)
 	}
+	return plainPod(namespace, i)
+}}
+
+// plain uses no Koord feature: 50m pods, no reservation, no binding.
+var plain = mix{name: "plain", perNode: 30, pod: plainPod}
+
+// binding pods each bind one whole CPU: two fit any 4-CPU node by load; at
+// 1.5 a node, the last pods still find room without searching every node.
+var binding = mix{name: "binding", perNode: 1.5, pod: bindingPod}
+
+func plainPod(namespace string, i int) *corev1.Pod {
+	return newPod(namespace, i, "50m", map[string]string{"app": "plain"}, nil)
+}
+
+func bindingPod(namespace string, i int) *corev1.Pod {
+	return newPod(namespace, i, "1", map[string]string{"app": "plain", extension.LabelPodQoS: string(extension.QoSLS)},
+		map[string]string{extension.AnnotationResourceSpec: `{"preferredCPUBindPolicy":"SpreadByPCPUs"}`})
+}
+
+func newPod(namespace string, i int, cpu string, labels, annotations map[string]string) *corev1.Pod {
 	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("128Mi")}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("pod-%05d", i), Labels: labels, Annotations: annotations},
@@ -138,6 +167,17 @@ func mixedPod(namespace string, i int) *corev1.Pod {
 				Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}},
 		},
 	}
+}
+
+// sized fits sz to what the nodes hold of this mix: warm-up and measured
+// pods shrink in proportion when they would not all fit.
+func (m *mix) sized(sz size) size {
+	room := int(m.perNode * float64(sz.nodes))
+	if total := sz.warmupPods + sz.measuredPods; total > room {
+		sz.warmupPods = sz.warmupPods * room / total
+		sz.measuredPods = room - sz.warmupPods
+	}
+	return sz
 }
 
 // boundCounter counts pods as the API server reports them bound.
@@ -167,10 +207,10 @@ func watchBound(ctx context.Context, kube kubernetes.Interface, namespace string
 	return c, nil
 }
 
-// createPods creates pods [from, to) of the mix.
-func createPods(ctx context.Context, kube kubernetes.Interface, namespace string, from, to int) error {
+// createPods creates pods [from, to) of m.
+func createPods(ctx context.Context, kube kubernetes.Interface, namespace string, m *mix, from, to int) error {
 	return parallel(to-from, func(i int) error {
-		_, err := kube.CoreV1().Pods(namespace).Create(ctx, mixedPod(namespace, from+i), metav1.CreateOptions{})
+		_, err := kube.CoreV1().Pods(namespace).Create(ctx, m.pod(namespace, from+i), metav1.CreateOptions{})
 		return err
 	})
 }

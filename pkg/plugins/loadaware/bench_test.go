@@ -12,6 +12,7 @@ import (
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/schedtest"
 	"github.com/koord-project/koord/pkg/reservation"
+	"github.com/koord-project/koord/pkg/reservation/reservationtest"
 )
 
 // benchNode is a 32-core node running 30 pods, each with a NodeMetric entry.
@@ -138,8 +139,8 @@ func BenchmarkFilterReservations(b *testing.B) {
 		name  string
 		holds reservation.Holds
 	}{
-		{"none-on-node", &holdsOf{}},
-		{"beside-one", &holdsOf{held: []reservation.Hold{{Name: "r", UID: "r", MilliCPU: 2000, Memory: 4 << 30}}}},
+		{"none-on-node", &reservationtest.Holds{}},
+		{"beside-one", &reservationtest.Holds{HeldBy: []reservation.Hold{{Name: "r", UID: "r", MilliCPU: 2000, Memory: 4 << 30}}}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			state := framework.NewCycleState()

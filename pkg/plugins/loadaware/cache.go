@@ -1,7 +1,9 @@
 package loadaware
 
 import (
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +45,8 @@ type nodeState struct {
 	metric *slov1alpha1.NodeMetric
 	pods   map[types.UID]*podRecord
 	est    *nodeEstimate // nil without a NodeMetric
+	// slot publishes est to readers that take no lock (see usageCache.slots).
+	slot *atomic.Pointer[nodeEstimate]
 	// thresholdsParsed caches the usage-thresholds annotation by its raw value.
 	thresholdsRaw    string
 	thresholdsParsed *nodeThresholds
@@ -57,17 +61,28 @@ type usageCache struct {
 	resources []corev1.ResourceName
 	args      *config.LoadAwareSchedulingArgs
 	now       func() time.Time
+	// slots is each node's estimate for Filter and Score, which run for
+	// every pod on every node from many goroutines: a lock there costs more
+	// than the check itself, in cache-line traffic between CPUs. The map is
+	// replaced (copied) only when a node comes or goes; an estimate is
+	// swapped into its slot.
+	slots atomic.Pointer[map[string]*atomic.Pointer[nodeEstimate]]
 }
 
 func newCache(args *config.LoadAwareSchedulingArgs, resources []corev1.ResourceName, now func() time.Time) *usageCache {
-	return &usageCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, resources: resources, args: args, now: now}
+	c := &usageCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, resources: resources, args: args, now: now}
+	c.slots.Store(&map[string]*atomic.Pointer[nodeEstimate]{})
+	return c
 }
 
 func (c *usageCache) node(name string) *nodeState {
 	n := c.nodes[name]
 	if n == nil {
-		n = &nodeState{pods: map[types.UID]*podRecord{}}
+		n = &nodeState{pods: map[types.UID]*podRecord{}, slot: &atomic.Pointer[nodeEstimate]{}}
 		c.nodes[name] = n
+		slots := maps.Clone(*c.slots.Load())
+		slots[name] = n.slot
+		c.slots.Store(&slots)
 	}
 	return n
 }
@@ -139,6 +154,9 @@ func (c *usageCache) removeLocked(uid types.UID) {
 		c.refresh(n)
 		if n.metric == nil && len(n.pods) == 0 && n.thresholdsRaw == "" {
 			delete(c.nodes, nodeName)
+			slots := maps.Clone(*c.slots.Load())
+			delete(slots, nodeName)
+			c.slots.Store(&slots)
 		}
 	}
 }
@@ -148,6 +166,7 @@ func (c *usageCache) refresh(n *nodeState) {
 	m := n.metric
 	if m == nil || m.Status.NodeMetric == nil || m.Status.UpdateTime == nil {
 		n.est = nil
+		n.slot.Store(nil)
 		return
 	}
 	latest := c.vectorOf(m.Status.NodeMetric.NodeUsage)
@@ -209,6 +228,7 @@ func (c *usageCache) refresh(n *nodeState) {
 	est.filterUsage.add(extra)
 	est.scoreUsage.add(extra)
 	n.est = est
+	n.slot.Store(est)
 }
 
 func (c *usageCache) vectorOf(m slov1alpha1.ResourceMap) vector {
@@ -248,10 +268,8 @@ func aggregated(m *slov1alpha1.NodeMetric, t slov1alpha1.AggregationType, d meta
 // estimate returns the node's estimate (nil without a usable NodeMetric).
 // The returned value is never mutated after publication.
 func (c *usageCache) estimate(nodeName string) *nodeEstimate {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if n := c.nodes[nodeName]; n != nil {
-		return n.est
+	if slot := (*c.slots.Load())[nodeName]; slot != nil {
+		return slot.Load()
 	}
 	return nil
 }

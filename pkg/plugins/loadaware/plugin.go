@@ -6,7 +6,6 @@ package loadaware
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -161,6 +160,9 @@ type podState struct {
 	estimate  vector
 	prod      bool
 	daemonSet bool
+	// stale is the update time before which a NodeMetric has expired, fixed
+	// for the cycle: reading the clock for every node costs more than the rest.
+	stale time.Time
 }
 
 func (s *podState) Clone() fwk.StateData { return s }
@@ -169,6 +171,7 @@ func (p *Plugin) computePodState(pod *corev1.Pod) *podState {
 	s := &podState{
 		estimate: estimatePod(pod, p.resources, p.args.EstimatedScalingFactors),
 		prod:     extension.PodPriorityClass(pod.Spec.Priority) == extension.PriorityProd,
+		stale:    p.now().Add(-p.expiration),
 	}
 	for _, ref := range pod.OwnerReferences {
 		if ref.Controller != nil && *ref.Controller && ref.Kind == "DaemonSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String() {
@@ -214,7 +217,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	if est == nil {
 		return nil // no NodeMetric yet: nothing to judge by
 	}
-	if p.expired(est) {
+	if p.expired(s, est) {
 		if p.args.FilterExpiredNodeMetrics && !p.args.EnableScheduleWhenNodeMetricsExpired {
 			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node metric of %s expired (updated %s ago)", node.Name, p.now().Sub(est.updateTime).Round(time.Second)))
 		}
@@ -225,7 +228,8 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		usage, prod = custom.usage, custom.prod
 	}
 	alloc := nodeInfo.GetAllocatable()
-	podEst := p.withReservations(state, node.Name, s.estimate)
+	var buf [maxResources]int64
+	podEst := p.withReservations(state, node.Name, s.estimate, buf[:0])
 	if st := p.check(est.filterUsage, podEst, usage, alloc, ""); st != nil {
 		return st
 	}
@@ -235,38 +239,40 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	return nil
 }
 
+// maxResources bounds the resources a profile weighs or limits, so that the
+// per-node sums fit a buffer on the stack.
+const maxResources = 8
+
 // withReservations adds to a pod's estimate what the node's reservations
 // hold against it (those it does not consume), estimated as if their owners
 // ran there already: their owners are coming, and a node filled up to its
 // thresholds meanwhile would turn them away. Nodes without reservations
-// cost nothing.
-func (p *Plugin) withReservations(state fwk.CycleState, node string, est vector) vector {
+// cost nothing. The sum goes into buf (allocated only past maxResources).
+func (p *Plugin) withReservations(state fwk.CycleState, node string, est vector, buf vector) vector {
 	holds := reservation.HoldsOf(state)
 	if holds == nil {
 		return est
 	}
-	_, held := holds.On(node)
-	if len(held) == 0 {
+	milliCPU, memory := holds.Held(node)
+	if milliCPU == 0 && memory == 0 {
 		return est
 	}
-	out := slices.Clone(est)
-	for _, h := range held {
-		for i, name := range p.resources {
-			var amount int64
-			switch name {
-			case corev1.ResourceCPU:
-				amount = h.MilliCPU
-			case corev1.ResourceMemory:
-				amount = h.Memory
-			default:
-				continue
-			}
-			factor, ok := p.args.EstimatedScalingFactors[name]
-			if !ok {
-				factor = 100
-			}
-			out[i] += amount * factor / 100
+	out := append(buf, est...)
+	for i, name := range p.resources {
+		var amount int64
+		switch name {
+		case corev1.ResourceCPU:
+			amount = milliCPU
+		case corev1.ResourceMemory:
+			amount = memory
+		default:
+			continue
 		}
+		factor, ok := p.args.EstimatedScalingFactors[name]
+		if !ok {
+			factor = 100
+		}
+		out[i] += amount * factor / 100
 	}
 	return out
 }
@@ -313,8 +319,8 @@ func allocatable(r fwk.Resource, name corev1.ResourceName) int64 {
 	return r.GetScalarResources()[name]
 }
 
-func (p *Plugin) expired(est *nodeEstimate) bool {
-	return p.expiration > 0 && p.now().Sub(est.updateTime) > p.expiration
+func (p *Plugin) expired(s *podState, est *nodeEstimate) bool {
+	return p.expiration > 0 && est.updateTime.Before(s.stale)
 }
 
 // PreScore makes sure the pod state exists when Filter was skipped.
@@ -329,16 +335,20 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1
 // 0–100, from the same estimate Filter uses. Nodes without a fresh metric score 0.
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	est := p.cache.estimate(nodeInfo.Node().Name)
-	if est == nil || p.expired(est) || p.weightSum == 0 {
+	if est == nil || p.weightSum == 0 {
 		return 0, nil
 	}
 	s := p.podState(state, pod)
+	if p.expired(s, est) {
+		return 0, nil
+	}
 	usage := est.scoreUsage
 	if s.prod && p.args.ScoreAccordingProdUsage {
 		usage = est.prodUsage
 	}
 	alloc := nodeInfo.GetAllocatable()
-	podEst := p.withReservations(state, nodeInfo.Node().Name, s.estimate)
+	var buf [maxResources]int64
+	podEst := p.withReservations(state, nodeInfo.Node().Name, s.estimate, buf[:0])
 	var total int64
 	for i, w := range p.weights {
 		if w == 0 {

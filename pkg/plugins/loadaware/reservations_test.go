@@ -6,19 +6,11 @@ import (
 	"testing"
 	"time"
 
-	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/koord-project/koord/pkg/reservation"
+	"github.com/koord-project/koord/pkg/reservation/reservationtest"
 )
-
-type holdsOf struct {
-	use  *reservation.Hold
-	held []reservation.Hold
-}
-
-func (h *holdsOf) Clone() fwk.StateData                              { return h }
-func (h *holdsOf) On(string) (*reservation.Hold, []reservation.Hold) { return h.use, h.held }
 
 // What a reservation has left counts as estimated load for every pod but
 // the owner consuming it, in Filter and in Score.
@@ -41,11 +33,11 @@ func TestReservationsCountAsLoad(t *testing.T) {
 		return s, err
 	}
 	// 40% measured + 8.5% pod + 17% held (2000m × 85%) = 65.5% > 65%.
-	heldScore, err := run(&holdsOf{held: []reservation.Hold{r}})
+	heldScore, err := run(&reservationtest.Holds{HeldBy: []reservation.Hold{r}})
 	if err == nil || !strings.Contains(err.Error(), "cpu usage would be 65 percent") {
 		t.Errorf("a stranger beside a 2-CPU reservation: %v, want a cpu rejection", err)
 	}
-	ownScore, err := run(&holdsOf{use: &r})
+	ownScore, err := run(&reservationtest.Holds{Use: &r})
 	if err != nil {
 		t.Errorf("the owner consuming it: %v", err)
 	}

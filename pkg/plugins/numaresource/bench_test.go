@@ -14,6 +14,7 @@ import (
 	"github.com/koord-project/koord/internal/schedtest"
 	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/pkg/reservation"
+	"github.com/koord-project/koord/pkg/reservation/reservationtest"
 )
 
 // benchCluster is n nodes of 2 sockets × 2 NUMA × 16 cores × 2 threads, each
@@ -176,9 +177,9 @@ func BenchmarkFilterReservations(b *testing.B) {
 		name  string
 		holds reservation.Holds
 	}{
-		{"none-on-node", &holdsOf{node: "elsewhere"}},
-		{"stranger-beside-pinned", &holdsOf{held: []reservation.Hold{pinned}}},
-		{"owner-of-pinned", &holdsOf{use: &pinned}},
+		{"none-on-node", &reservationtest.Holds{Node: "elsewhere"}},
+		{"stranger-beside-pinned", &reservationtest.Holds{HeldBy: []reservation.Hold{pinned}}},
+		{"owner-of-pinned", &reservationtest.Holds{Use: &pinned}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			f.holds = tc.holds

@@ -60,7 +60,7 @@ type testHandle struct {
 	bind []string
 }
 
-func (h *testHandle) APICacher() fwk.APICacher           { return nil }
+func (h *testHandle) APICacher() fwk.APICacher          { return nil }
 func (h *testHandle) ListPlugins() *schedconfig.Plugins { return podbindingtest.Plugins(h.bind...) }
 
 func (h *testHandle) SnapshotSharedLister() fwk.SharedLister    { return h.snapshot }

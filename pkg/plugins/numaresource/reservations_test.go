@@ -13,24 +13,8 @@ import (
 
 	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/pkg/reservation"
+	"github.com/koord-project/koord/pkg/reservation/reservationtest"
 )
-
-// holdsOf is what the Reservation plugin would say for one pod: the
-// reservation it consumes (if any) and the ones held against it, on node
-// (every node when empty).
-type holdsOf struct {
-	node string
-	use  *reservation.Hold
-	held []reservation.Hold
-}
-
-func (h *holdsOf) Clone() fwk.StateData { return h }
-func (h *holdsOf) On(node string) (*reservation.Hold, []reservation.Hold) {
-	if h.node != "" && node != h.node {
-		return nil, nil
-	}
-	return h.use, h.held
-}
 
 // A reservation's placeholder gets CPUs like any binding pod; once it is
 // bound (turned into the reservation), the reservation holds them: no other
@@ -60,7 +44,7 @@ func TestReservationPinnedCPUs(t *testing.T) {
 	r1 := reservation.Hold{Name: "r1", UID: "r1", MilliCPU: 4000, Memory: 2 * gi, CPUs: pinned.CPUs, NUMAMemory: pinned.Memory}
 
 	// Everyone else: 12 CPUs left, never the reservation's.
-	f.holds = &holdsOf{node: "n1", held: []reservation.Hold{r1}}
+	f.holds = &reservationtest.Holds{Node: "n1", HeldBy: []reservation.Hold{r1}}
 	for i := 0; i < 6; i++ {
 		got := mustSchedule(t, f, lsr(fmt.Sprintf("p%d", i), "2", "", nil), "n1").CPUs()
 		if !got.Intersection(pinned.CPUs).IsEmpty() {
@@ -80,7 +64,7 @@ func TestReservationPinnedCPUs(t *testing.T) {
 	}
 
 	// The owner gets the very CPUs held for it.
-	f.holds = &holdsOf{node: "n1", use: &r1}
+	f.holds = &reservationtest.Holds{Node: "n1", Use: &r1}
 	got := mustSchedule(t, f, lsr("owner", "4", "2Gi", nil), "n1")
 	if !got.CPUs().Equals(pinned.CPUs) {
 		t.Fatalf("owner got %s, reservation r1 pinned %s", got.CPUs(), pinned.CPUs)
@@ -97,7 +81,7 @@ func TestReservationOwnerNeedsMore(t *testing.T) {
 	f := newFixture(t, defaultArgs(t, nil), node("n1", nil))
 	f.publish("n1", topologytest.Linux(1, 2, 4, 2, 8*gi))
 	r1 := reservation.Hold{Name: "r1", UID: "r1", CPUs: cpuset.New(0, 1)}
-	f.holds = &holdsOf{node: "n1", use: &r1}
+	f.holds = &reservationtest.Holds{Node: "n1", Use: &r1}
 	got := mustSchedule(t, f, lsr("owner", "4", "", nil), "n1").CPUs()
 	if got.Size() != 4 {
 		t.Fatalf("owner got %s", got)

@@ -6,10 +6,12 @@ package reservation
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +43,39 @@ type Cache struct {
 	// so that a late event of an older version cannot bring one back.
 	versions map[types.UID]string
 	gone     map[types.UID]time.Time
+	// summaries is each node's reservations as Filter and Score read them,
+	// rebuilt whenever one of them changes: reads happen for every pod on
+	// every node from many goroutines, changes when a reservation or one of
+	// its owners does. Readers take no lock (it would cost more than the
+	// read, in cache-line traffic between CPUs): the map is replaced (copied)
+	// only when a node gets its first reservation or loses its last, and a
+	// summary is swapped into its node's slot.
+	summaries atomic.Pointer[map[string]*atomic.Pointer[nodeSummary]]
+	// ownerKeys counts the cached reservations' owner keys
+	// (reservation.Owners.Keys), and keyless their entries without one: a
+	// pod offering none of the keys owns no reservation (MayOwn), and is
+	// settled on every node without matching owners there.
+	ownerKeys map[string]int
+	keyless   int
+}
+
+// nodeSummary is one node's reservations, by name, and how a pod that owns
+// none of them relates to them (most pods, and placeholders): the same for
+// all such pods, so made once per change instead of once per pod and node.
+// Read-only once published.
+type nodeSummary struct {
+	views    []View
+	stranger *nodeChoice
+}
+
+// owns says whether pod is an owner of any of the node's reservations.
+func (n *nodeSummary) owns(pod *corev1.Pod) bool {
+	for i := range n.views {
+		if n.views[i].owners.Match(pod) {
+			return true
+		}
+	}
+	return false
 }
 
 type entry struct {
@@ -54,9 +89,50 @@ type entry struct {
 	// are rare, reads happen for every pod on every node).
 	view   View
 	owners reservation.Owners
+	// keys and keyless are what owners added to the cache's ownerKeys.
+	keys    []string
+	keyless bool
 	// cpus and numaMemory are what NodeNUMAResource pinned for it.
 	cpus       cpuset.CPUSet
 	numaMemory map[int]int64
+}
+
+// refreshLocked recomputes e's view and its node's summary after a change.
+func (c *Cache) refreshLocked(e *entry) {
+	e.refresh()
+	c.summarizeLocked(e.r.Status.NodeName)
+}
+
+// summarizeLocked rebuilds node's summary from its entries' views.
+func (c *Cache) summarizeLocked(node string) {
+	entries := c.byNode[node]
+	slots := *c.summaries.Load()
+	if len(entries) == 0 {
+		if _, ok := slots[node]; ok {
+			slots = maps.Clone(slots)
+			delete(slots, node)
+			c.summaries.Store(&slots)
+		}
+		return
+	}
+	views := make([]View, 0, len(entries))
+	for _, e := range entries {
+		views = append(views, e.view)
+	}
+	slices.SortFunc(views, func(a, b View) int { return strings.Compare(a.Reservation.Name, b.Reservation.Name) })
+	stranger := &nodeChoice{views: views}
+	for i := range views {
+		stranger.c.hold(&views[i])
+	}
+	stranger.once.Do(func() { stranger.use, stranger.held = holdsOf(views, nil) })
+	slot := slots[node]
+	if slot == nil {
+		slot = &atomic.Pointer[nodeSummary]{}
+		slots = maps.Clone(slots)
+		slots[node] = slot
+		c.summaries.Store(&slots)
+	}
+	slot.Store(&nodeSummary{views: views, stranger: stranger})
 }
 
 // refresh recomputes e's view after a change.
@@ -77,8 +153,10 @@ func (e *entry) refresh() {
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{byUID: map[types.UID]*entry{}, byNode: map[string]map[types.UID]*entry{}, podRes: map[types.UID]types.UID{}, waiting: map[types.UID]*corev1.Pod{},
-		versions: map[types.UID]string{}, gone: map[types.UID]time.Time{}}
+	c := &Cache{byUID: map[types.UID]*entry{}, byNode: map[string]map[types.UID]*entry{}, podRes: map[types.UID]types.UID{}, waiting: map[types.UID]*corev1.Pod{},
+		versions: map[types.UID]string{}, gone: map[types.UID]time.Time{}, ownerKeys: map[string]int{}}
+	c.summaries.Store(&map[string]*atomic.Pointer[nodeSummary]{})
+	return c
 }
 
 // View is a reservation with what is left of it, as of one call.
@@ -118,6 +196,7 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) error {
 	}
 	if old != nil && old.r.Status.NodeName != r.Status.NodeName {
 		delete(c.byNode[old.r.Status.NodeName], r.UID)
+		c.summarizeLocked(old.r.Status.NodeName)
 	}
 	e := old
 	if e == nil {
@@ -125,7 +204,15 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) error {
 		c.byUID[r.UID] = e
 	}
 	e.r = r
+	c.unkeyLocked(e)
 	e.owners = reservation.CompileOwners(r)
+	e.keys, e.keyless = e.owners.Keys()
+	for _, k := range e.keys {
+		c.ownerKeys[k]++
+	}
+	if e.keyless {
+		c.keyless++
+	}
 	cpus, numaMemory, pinErr := reservation.Pinning(r)
 	if pinErr == nil {
 		e.cpus, e.numaMemory = cpus, numaMemory
@@ -148,7 +235,7 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) error {
 			delete(c.waiting, uid)
 		}
 	}
-	e.refresh()
+	c.refreshLocked(e)
 	return pinErr
 }
 
@@ -186,6 +273,7 @@ func (c *Cache) dropLocked(uid types.UID) {
 	for pod := range e.uses {
 		delete(c.podRes, pod)
 	}
+	c.unkeyLocked(e)
 	delete(c.byUID, uid)
 	if m := c.byNode[e.r.Status.NodeName]; m != nil {
 		delete(m, uid)
@@ -193,6 +281,7 @@ func (c *Cache) dropLocked(uid types.UID) {
 			delete(c.byNode, e.r.Status.NodeName)
 		}
 	}
+	c.summarizeLocked(e.r.Status.NodeName)
 }
 
 // ObservePod records what the API server says about a pod: a bound, live
@@ -236,7 +325,7 @@ func (c *Cache) ObservePod(pod *corev1.Pod) {
 	c.releaseLocked(pod.UID)
 	target.uses[pod.UID] = reservation.Allocation(target.r, pod)
 	c.podRes[pod.UID] = target.r.UID
-	target.refresh()
+	c.refreshLocked(target)
 }
 
 func (c *Cache) assumedLocked(pod types.UID) bool {
@@ -261,7 +350,7 @@ func (c *Cache) releaseLocked(pod types.UID) {
 		if e := c.byUID[r]; e != nil {
 			delete(e.uses, pod)
 			delete(e.assumed, pod)
-			e.refresh()
+			c.refreshLocked(e)
 		}
 		delete(c.podRes, pod)
 	}
@@ -292,7 +381,7 @@ func (c *Cache) Assume(uid types.UID, pod *corev1.Pod) error {
 	e.uses[pod.UID] = want
 	e.assumed[pod.UID] = true
 	c.podRes[pod.UID] = uid
-	e.refresh()
+	c.refreshLocked(e)
 	return nil
 }
 
@@ -323,24 +412,47 @@ func (e *entry) allocatedLocked(skip types.UID) corev1.ResourceList {
 	return sum
 }
 
-// Holds says whether any reservation is on node, without copying anything.
-func (c *Cache) Holds(node string) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.byNode[node]) > 0
+// unkeyLocked takes e's owner keys out of the counts.
+func (c *Cache) unkeyLocked(e *entry) {
+	for _, k := range e.keys {
+		if c.ownerKeys[k]--; c.ownerKeys[k] <= 0 {
+			delete(c.ownerKeys, k)
+		}
+	}
+	if e.keyless {
+		c.keyless--
+	}
+	e.keys, e.keyless = nil, false
 }
 
-// OnNode lists the node's reservations, by name.
-func (c *Cache) OnNode(node string) []View {
+// MayOwn says whether pod may own any cached reservation; false is certain.
+func (c *Cache) MayOwn(pod *corev1.Pod) bool {
+	keys := reservation.PodKeys(pod)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if len(c.byNode[node]) == 0 {
-		return nil // most nodes: nothing to allocate
+	if c.keyless > 0 {
+		return true
 	}
-	out := make([]View, 0, len(c.byNode[node]))
-	for _, e := range c.byNode[node] {
-		out = append(out, e.view)
+	for _, k := range keys {
+		if c.ownerKeys[k] > 0 {
+			return true
+		}
 	}
-	slices.SortFunc(out, func(a, b View) int { return strings.Compare(a.Reservation.Name, b.Reservation.Name) })
-	return out
+	return false
+}
+
+// summary is node's summary, nil when it holds no reservation.
+func (c *Cache) summary(node string) *nodeSummary {
+	if slot := (*c.summaries.Load())[node]; slot != nil {
+		return slot.Load()
+	}
+	return nil
+}
+
+// OnNode lists the node's reservations, by name. The slice is shared: read it, do not change it.
+func (c *Cache) OnNode(node string) []View {
+	if n := c.summary(node); n != nil {
+		return n.views
+	}
+	return nil
 }

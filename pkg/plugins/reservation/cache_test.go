@@ -196,3 +196,49 @@ func TestNoStepBack(t *testing.T) {
 		t.Error("a late event brought back a deleted reservation")
 	}
 }
+
+// MayOwn rules pods out by the owners' keys, and follows reservations as
+// they come, change and go; an owner entry without a key lets every pod in.
+func TestMayOwn(t *testing.T) {
+	c := NewCache()
+	web, batch := appPod("web-1", "web", "1"), appPod("batch-1", "batch", "1")
+	if c.MayOwn(web) {
+		t.Error("no reservations, yet web may own one")
+	}
+	r := withOwners(available("r1", "n1", "2"), "web")
+	r.ResourceVersion = "1"
+	if err := c.SetReservation(r); err != nil {
+		t.Fatal(err)
+	}
+	if !c.MayOwn(web) || c.MayOwn(batch) {
+		t.Errorf("owners app=web: MayOwn(web) %v, MayOwn(batch) %v", c.MayOwn(web), c.MayOwn(batch))
+	}
+	// The owners change: the old key goes.
+	r = withOwners(r.DeepCopy(), "batch")
+	r.ResourceVersion = "2"
+	if err := c.SetReservation(r); err != nil {
+		t.Fatal(err)
+	}
+	if c.MayOwn(web) || !c.MayOwn(batch) {
+		t.Errorf("owners app=batch: MayOwn(web) %v, MayOwn(batch) %v", c.MayOwn(web), c.MayOwn(batch))
+	}
+	// A selector of expressions cannot be keyed: everyone may own.
+	any := available("r2", "n2", "1")
+	any.Spec.Owners = []schedulingv1alpha1.ReservationOwner{{LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "app", Operator: metav1.LabelSelectorOpExists}}}}}
+	if err := c.SetReservation(any); err != nil {
+		t.Fatal(err)
+	}
+	if !c.MayOwn(web) {
+		t.Error("a keyless owner entry must let every pod through")
+	}
+	c.DeleteReservation(any.UID)
+	c.DeleteReservation(r.UID)
+	if c.MayOwn(web) || c.MayOwn(batch) {
+		t.Error("all reservations deleted, yet a pod may own one")
+	}
+	// Its node's summary went with it.
+	if v := c.OnNode("n1"); v != nil {
+		t.Errorf("n1 still lists %d reservations", len(v))
+	}
+}

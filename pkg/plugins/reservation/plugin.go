@@ -174,6 +174,9 @@ type podState struct {
 	affinity    *extension.ReservationAffinity
 	required    bool
 	placeholder bool
+	// mayOwn is false when the pod owns no reservation anywhere: every
+	// node's reservations are then simply held against it.
+	mayOwn      bool
 	req         corev1.ResourceList
 	reqMilliCPU int64
 	reqMemory   int64
@@ -210,10 +213,16 @@ type nodeChoice struct {
 }
 
 // on is the pod's choice on node, nil when the node holds no reservation.
-// Nodes without reservations are not memoised: they cost nothing anyway.
+// A pod that owns none of the node's reservations shares the cache's
+// summary (no work, no allocation); an owner's choice is worked out once per
+// cycle and node.
 func (s *podState) on(node string) *nodeChoice {
-	if !s.cache.Holds(node) {
+	sum := s.cache.summary(node)
+	if sum == nil {
 		return nil
+	}
+	if s.placeholder || !s.mayOwn || !sum.owns(s.pod) {
+		return sum.stranger
 	}
 	s.memo.mu.RLock()
 	n := s.memo.nodes[node]
@@ -221,10 +230,7 @@ func (s *podState) on(node string) *nodeChoice {
 	if n != nil {
 		return n
 	}
-	views := s.cache.OnNode(node)
-	if len(views) == 0 {
-		return nil
-	}
+	views := sum.views
 	n = &nodeChoice{views: views, c: choose(views, s.pod, s.req, s.affinity, s.placeholder)}
 	s.memo.mu.Lock()
 	defer s.memo.mu.Unlock()
@@ -273,6 +279,23 @@ func (s *podState) On(node string) (*reservation.Hold, []reservation.Hold) {
 	return n.use, n.held
 }
 
+// Held sums what On holds against the pod; before Reserve it is the choice's
+// running total, made when the choice was.
+func (s *podState) Held(node string) (milliCPU, memory int64) {
+	if s.reserved == nil || s.reservedNode != node {
+		if n := s.on(node); n != nil {
+			return n.c.heldMilliCPU, n.c.heldMemory
+		}
+		return 0, 0
+	}
+	_, held := s.On(node)
+	for _, h := range held {
+		milliCPU += h.MilliCPU
+		memory += h.Memory
+	}
+	return milliCPU, memory
+}
+
 func getState(cs fwk.CycleState) *podState {
 	v, err := cs.Read(stateKey)
 	if err != nil {
@@ -305,6 +328,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		affinity:    affinity,
 		required:    reservation.RequiresReservation(affinity),
 		placeholder: reservation.PlaceholderOf(pod) != "",
+		mayOwn:      p.cache.MayOwn(pod),
 		req:         req,
 		reqMilliCPU: req.Cpu().MilliValue(),
 		reqMemory:   req.Memory().Value(),

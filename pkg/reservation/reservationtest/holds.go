@@ -1,0 +1,36 @@
+// Package reservationtest gives plugin unit tests a reservation.Holds that
+// says what the Reservation plugin would, without running it.
+package reservationtest
+
+import (
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/koord-project/koord/pkg/reservation"
+)
+
+// Holds is one pod's view: on Node (every node when empty) it would consume
+// Use and Held is held against it; other nodes hold nothing.
+type Holds struct {
+	Node   string
+	Use    *reservation.Hold
+	HeldBy []reservation.Hold
+}
+
+var _ reservation.Holds = &Holds{}
+
+func (h *Holds) Clone() fwk.StateData { return h }
+
+func (h *Holds) On(node string) (*reservation.Hold, []reservation.Hold) {
+	if h.Node != "" && node != h.Node {
+		return nil, nil
+	}
+	return h.Use, h.HeldBy
+}
+
+func (h *Holds) Held(node string) (milliCPU, memory int64) {
+	_, held := h.On(node)
+	for _, x := range held {
+		milliCPU, memory = milliCPU+x.MilliCPU, memory+x.Memory
+	}
+	return milliCPU, memory
+}
