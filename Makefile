@@ -113,7 +113,7 @@ BENCH_COUNT ?= 3
 ## bench: the plugins' micro-benchmarks and the whole-scheduler comparison with stock kube-scheduler (test/perf), $(BENCH_COUNT) repetitions, into _output/bench (not part of make test: about 10 minutes a repetition)
 bench:
 	mkdir -p $(BENCH)
-	$(GO) test -run XXX -bench . -count $(BENCH_COUNT) ./pkg/plugins/... ./apis/extension | tee $(BENCH)/micro.txt
+	$(GO) test -p 1 -run XXX -bench . -count $(BENCH_COUNT) ./pkg/plugins/... ./apis/extension | tee $(BENCH)/micro.txt
 	$(GO) test -c -o $(BENCH)/perf.test ./test/perf
 	rm -f $(BENCH)/perf.md
 	cd test/perf && KOORD_PERF_REPORT=$(BENCH)/perf.md $(BENCH)/perf.test -test.run XXX -test.bench BenchmarkScheduler \

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +38,8 @@ type perfCase struct {
 	plugins []string
 	mix     *mix
 }
+
+var sizesOnce sync.Once
 
 var allPlugins = []string{"LoadAwareScheduling", "Reservation", "NodeNUMAResource"}
 
@@ -120,6 +123,11 @@ func BenchmarkScheduler(b *testing.B) {
 	if err != nil {
 		b.Fatalf("KOORD_PERF_CASES: %v", err)
 	}
+	// benchstat reads "key: value" lines as the configuration of the
+	// results that follow.
+	sizesOnce.Do(func() {
+		fmt.Printf("nodes: %d\nwarmup-pods: %d\nmeasured-pods: %d\n", sz.nodes, sz.warmupPods, sz.measuredPods)
+	})
 	var results []result
 	for _, c := range cases {
 		if !pick.MatchString(c.name) {
