@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,21 @@ type nodeEstimate struct {
 	filterUsage, scoreUsage vector
 	// prodUsage is the same for prod pods only.
 	prodUsage vector
+	// inline holds the three vectors (when they fit), so that Filter and
+	// Score read one object per node, not four scattered ones.
+	inline [3][maxResources]int64
+}
+
+// packed is est with its vectors moved into its inline arrays.
+func packed(est *nodeEstimate) *nodeEstimate {
+	if len(est.filterUsage) > maxResources {
+		return est
+	}
+	p := &nodeEstimate{updateTime: est.updateTime}
+	p.filterUsage = append(p.inline[0][:0:maxResources], est.filterUsage...)
+	p.scoreUsage = append(p.inline[1][:0:maxResources], est.scoreUsage...)
+	p.prodUsage = append(p.inline[2][:0:maxResources], est.prodUsage...)
+	return p
 }
 
 // nodeState is everything known about one node.
@@ -81,7 +97,11 @@ func (c *usageCache) node(name string) *nodeState {
 		n = &nodeState{pods: map[types.UID]*podRecord{}, slot: &atomic.Pointer[nodeEstimate]{}}
 		c.nodes[name] = n
 		slots := maps.Clone(*c.slots.Load())
-		slots[name] = n.slot
+		// Filter compares the key's bytes for every node: the canonical
+		// copies of all node names sit together in memory (and are shared
+		// with the reservation cache), a name decoded from a NodeMetric
+		// sits wherever that object did.
+		slots[unique.Make(name).Value()] = n.slot
 		c.slots.Store(&slots)
 	}
 	return n
@@ -227,6 +247,7 @@ func (c *usageCache) refresh(n *nodeState) {
 	}
 	est.filterUsage.add(extra)
 	est.scoreUsage.add(extra)
+	est = packed(est)
 	n.est = est
 	n.slot.Store(est)
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -129,7 +130,8 @@ func (c *Cache) summarizeLocked(node string) {
 	if slot == nil {
 		slot = &atomic.Pointer[nodeSummary]{}
 		slots = maps.Clone(slots)
-		slots[node] = slot
+		// The canonical copy of the name: see loadaware's slots.
+		slots[unique.Make(node).Value()] = slot
 		c.summaries.Store(&slots)
 	}
 	slot.Store(&nodeSummary{views: views, stranger: stranger})
