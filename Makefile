@@ -22,7 +22,7 @@ FUZZTIME ?= 3s
 # the race detector needs cgo; its instrumented build is separate anyway.
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit race fuzz integration generate generate-bpf images helm chart-test cluster-up cluster-down e2e e2e-kind verify demo bench clean
+.PHONY: all build test unit race fuzz integration generate generate-bpf images helm chart-test cluster-up cluster-down e2e e2e-kind verify demo bench bench-doc clean
 
 all: build
 
@@ -110,7 +110,7 @@ verify:
 BENCH := $(CURDIR)/_output/bench
 BENCH_COUNT ?= 3
 
-## bench: the plugins' micro-benchmarks and the whole-scheduler comparison with stock kube-scheduler (test/perf), $(BENCH_COUNT) repetitions, into _output/bench (not part of make test: about 10 minutes a repetition)
+## bench: the plugins' micro-benchmarks and the whole-scheduler comparison with stock kube-scheduler (test/perf), $(BENCH_COUNT) repetitions, into _output/bench, then docs/benchmarks.md and docs/bench (not part of make test: about 10 minutes a repetition)
 bench:
 	mkdir -p $(BENCH)
 	$(GO) test -p 1 -run XXX -bench . -count $(BENCH_COUNT) ./pkg/plugins/... ./apis/extension | tee $(BENCH)/micro.txt
@@ -118,6 +118,19 @@ bench:
 	rm -f $(BENCH)/perf.md
 	cd test/perf && KOORD_PERF_REPORT=$(BENCH)/perf.md $(BENCH)/perf.test -test.run XXX -test.bench BenchmarkScheduler \
 		-test.benchtime 1x -test.count $(BENCH_COUNT) -test.timeout 3h | tee $(BENCH)/perf.txt
+	$(MAKE) bench-doc
+
+BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+
+## bench-doc: docs/benchmarks.md's measured section and docs/bench from the last make bench (_output/bench)
+bench-doc:
+	$(GO) run $(BENCHSTAT) $(BENCH)/micro.txt > $(BENCH)/micro.benchstat.txt
+	$(GO) run $(BENCHSTAT) $(BENCH)/perf.txt > $(BENCH)/perf.benchstat.txt
+	mkdir -p docs/bench
+	cp $(BENCH)/micro.txt $(BENCH)/perf.txt $(BENCH)/perf.md $(BENCH)/micro.benchstat.txt $(BENCH)/perf.benchstat.txt docs/bench/
+	$(GO) run ./hack/benchdoc -doc docs/benchmarks.md -perf docs/bench/perf.txt -micro docs/bench/micro.txt \
+		-perf-benchstat docs/bench/perf.benchstat.txt -micro-benchstat docs/bench/micro.benchstat.txt -repetitions docs/bench/perf.md \
+		-command "make bench BENCH_COUNT=$(BENCH_COUNT)"
 
 ## demo: start a control plane and koord-scheduler, schedule a sample workload, print the placements
 demo: build

@@ -10,6 +10,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	"github.com/koord-project/koord/internal/schedtest"
 )
 
 // benchPlugin has n reservations on node n1, owned by app=web, 1 CPU each.
@@ -25,6 +26,23 @@ func benchPlugin(n int) *Plugin {
 // 1 or 10 reservations, for an owner and for a stranger.
 func BenchmarkFilterScore(b *testing.B) {
 	ni := nodeInfo("1")
+	// The budget the issue sets: NodeResourcesFit's Filter and Score on the
+	// same node, for the same pod.
+	b.Run("NodeResourcesFit", func(b *testing.B) {
+		ctx := context.Background()
+		pod := appPod("p", "batch", "100m")
+		fit := schedtest.NewFit(b)
+		cs := framework.NewCycleState()
+		fit.(fwk.PreFilterPlugin).PreFilter(ctx, cs, pod, nil)
+		fit.(fwk.PreScorePlugin).PreScore(ctx, cs, pod, []fwk.NodeInfo{ni})
+		b.ReportAllocs()
+		for b.Loop() {
+			if st := fit.(fwk.FilterPlugin).Filter(ctx, cs, pod, ni); !st.IsSuccess() {
+				b.Fatal(st)
+			}
+			_, _ = fit.(fwk.ScorePlugin).Score(ctx, cs, pod, ni)
+		}
+	})
 	for _, n := range []int{0, 1, 10} {
 		for _, who := range []string{"owner", "stranger"} {
 			b.Run(fmt.Sprintf("reservations=%d/%s", n, who), func(b *testing.B) {
