@@ -203,18 +203,30 @@ func wholeScheduler(b *strings.Builder, perf []result) error {
 	if len(perf) == 0 {
 		return nil
 	}
-	// Repetitions: cases run in a fixed order; a case seen again starts the next.
-	var reps []map[string]result
-	var order []string
+	// Results are named BenchmarkScheduler/rep=<n>/<case>.
+	byRep := map[string]map[string]result{}
+	var repNames, order []string
 	for _, r := range perf {
-		c := strings.TrimPrefix(r.name, "BenchmarkScheduler/")
-		if len(reps) == 0 || hasKey(reps[len(reps)-1], c) {
-			reps = append(reps, map[string]result{})
+		rest, ok := strings.CutPrefix(r.name, "BenchmarkScheduler/rep=")
+		if !ok {
+			continue
 		}
-		reps[len(reps)-1][c] = r
+		rep, c, ok := strings.Cut(rest, "/")
+		if !ok {
+			return fmt.Errorf("benchmark %q: no case after the repetition", r.name)
+		}
+		if byRep[rep] == nil {
+			byRep[rep] = map[string]result{}
+			repNames = append(repNames, rep)
+		}
+		byRep[rep][c] = r
 		if !slices.Contains(order, c) {
 			order = append(order, c)
 		}
+	}
+	var reps []map[string]result
+	for _, rep := range repNames {
+		reps = append(reps, byRep[rep])
 	}
 	ratio := func(c, metric string) []float64 {
 		var out []float64
@@ -311,11 +323,6 @@ func pluginTable(b *strings.Builder, micro []result) {
 		fmt.Fprintf(b, "| %s | %s | %s | %.0f | %.0f | %.0f | %.2f× | %s |\n", pkg, strings.TrimPrefix(k.bench, "Benchmark"), k.sub, ns, allocs, fitNS, ns/fitNS, verdict)
 	}
 	b.WriteString("\n")
-}
-
-func hasKey(m map[string]result, k string) bool {
-	_, ok := m[k]
-	return ok
 }
 
 func median(v []float64) float64 {

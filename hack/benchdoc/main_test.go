@@ -10,16 +10,16 @@ import (
 const samplePerf = `goos: linux
 pkg: github.com/koord-project/koord/test/perf
 nodes: 1000
-BenchmarkScheduler/stock-2         	       1	        26.8 attempt-p50-ms	       121.6 attempt-p99-ms	       722.2 heap-MB	       272.0 p50-pods/s	       200.0 pods/s
-BenchmarkScheduler/all-2           	       1	        37.5 attempt-p50-ms	       126.5 attempt-p99-ms	       767.8 heap-MB	       220.0 p50-pods/s	       190.0 pods/s
-BenchmarkScheduler/plain/stock-2   	       1	        20 attempt-p50-ms	       100 attempt-p99-ms	       700 heap-MB	       300 p50-pods/s	       300 pods/s
-BenchmarkScheduler/plain/all-2     	       1	        20 attempt-p50-ms	       100 attempt-p99-ms	       700 heap-MB	       300 p50-pods/s	       297 pods/s
-BenchmarkScheduler/stock-2         	       1	        26.8 attempt-p50-ms	       121.6 attempt-p99-ms	       722.2 heap-MB	       272.0 p50-pods/s	       100.0 pods/s
-BenchmarkScheduler/all-2           	       1	        37.5 attempt-p50-ms	       126.5 attempt-p99-ms	       767.8 heap-MB	       220.0 p50-pods/s	       80.0 pods/s
-BenchmarkScheduler/plain/stock-2   	       1	        20 attempt-p50-ms	       100 attempt-p99-ms	       700 heap-MB	       300 p50-pods/s	       300 pods/s
-BenchmarkScheduler/plain/all-2     	       1	        20 attempt-p50-ms	       100 attempt-p99-ms	       700 heap-MB	       300 p50-pods/s	       240 pods/s
-BenchmarkScheduler/stock-2         	       1	        26.8 attempt-p50-ms	       121.6 attempt-p99-ms	       722.2 heap-MB	       272.0 p50-pods/s	       150.0 pods/s
-BenchmarkScheduler/all-2           	       1	        37.5 attempt-p50-ms	       126.5 attempt-p99-ms	       767.8 heap-MB	       220.0 p50-pods/s	       135.0 pods/s
+BenchmarkScheduler/rep=1/stock-2         	       1	        26.8 attempt-p50-ms	       121.6 attempt-p99-ms	       722.2 heap-MB	       272.0 p50-pods/s	       200.0 pods/s
+BenchmarkScheduler/rep=1/all-2           	       1	        37.5 attempt-p50-ms	       126.5 attempt-p99-ms	       767.8 heap-MB	       220.0 p50-pods/s	       190.0 pods/s
+BenchmarkScheduler/rep=1/plain/stock-2   	       1	        20 attempt-p50-ms	       100 attempt-p99-ms	       700 heap-MB	       300 p50-pods/s	       300 pods/s
+BenchmarkScheduler/rep=1/plain/all-2     	       1	        20 attempt-p50-ms	       100 attempt-p99-ms	       700 heap-MB	       300 p50-pods/s	       297 pods/s
+BenchmarkScheduler/rep=2/stock-2         	       1	        26.8 attempt-p50-ms	       121.6 attempt-p99-ms	       722.2 heap-MB	       272.0 p50-pods/s	       100.0 pods/s
+BenchmarkScheduler/rep=2/all-2           	       1	        37.5 attempt-p50-ms	       126.5 attempt-p99-ms	       767.8 heap-MB	       220.0 p50-pods/s	       80.0 pods/s
+BenchmarkScheduler/rep=2/plain/stock-2   	       1	        20 attempt-p50-ms	       100 attempt-p99-ms	       700 heap-MB	       300 p50-pods/s	       300 pods/s
+BenchmarkScheduler/rep=2/plain/all-2     	       1	        20 attempt-p50-ms	       100 attempt-p99-ms	       700 heap-MB	       300 p50-pods/s	       240 pods/s
+BenchmarkScheduler/rep=3/stock-2         	       1	        26.8 attempt-p50-ms	       121.6 attempt-p99-ms	       722.2 heap-MB	       272.0 p50-pods/s	       150.0 pods/s
+BenchmarkScheduler/rep=3/all-2           	       1	        37.5 attempt-p50-ms	       126.5 attempt-p99-ms	       767.8 heap-MB	       220.0 p50-pods/s	       135.0 pods/s
 `
 
 const sampleMicro = `pkg: github.com/koord-project/koord/pkg/plugins/loadaware

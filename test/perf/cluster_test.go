@@ -184,6 +184,9 @@ func (m *mix) sized(sz size) size {
 type boundCounter struct {
 	bound atomic.Int64
 	seen  sync.Map // pod UID → struct{}
+	// last is when the latest pod was counted (UnixNano): the measured phase
+	// ends then, not at the next tick of the loop that watches the count.
+	last atomic.Int64
 }
 
 func watchBound(ctx context.Context, kube kubernetes.Interface, namespace string) (*boundCounter, error) {
@@ -193,6 +196,7 @@ func watchBound(ctx context.Context, kube kubernetes.Interface, namespace string
 	count := func(obj any) {
 		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
 			if _, dup := c.seen.LoadOrStore(p.UID, struct{}{}); !dup {
+				c.last.Store(time.Now().UnixNano())
 				c.bound.Add(1)
 			}
 		}

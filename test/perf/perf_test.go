@@ -111,12 +111,15 @@ type result struct {
 	plugins                map[string]float64 // plugin/extension point → p99 ms
 }
 
-// BenchmarkScheduler runs every case once per repetition: use -benchtime=1x
-// and -count for repetitions. Sizes: KOORD_PERF_NODES (default 1000),
-// KOORD_PERF_PODS (measured pods, default 8000), KOORD_PERF_WARMUP (500); a
-// mix that cannot fit that many pods on the nodes runs fewer (see mix.fits).
-// KOORD_PERF_CASES, a regular expression, picks cases by name (-bench
-// cannot, as every case is reported in one table).
+// BenchmarkScheduler runs every case once per repetition, the cases of a
+// repetition one after another, so that the machine's drift touches all
+// alike (go test's -count would repeat each case back to back instead): use
+// -test.benchtime=1x and KOORD_PERF_REPETITIONS (default 1). Cases are named
+// rep=<n>/<case>; `benchstat -ignore /rep` summarises across repetitions.
+// Sizes: KOORD_PERF_NODES (default 1000), KOORD_PERF_PODS (measured pods,
+// default 8000), KOORD_PERF_WARMUP (500); a mix that cannot fit that many
+// pods on the nodes runs fewer (see mix.sized). KOORD_PERF_CASES, a regular
+// expression, picks cases by name.
 func BenchmarkScheduler(b *testing.B) {
 	sz := size{nodes: envInt("KOORD_PERF_NODES", 1000), measuredPods: envInt("KOORD_PERF_PODS", 8000), warmupPods: envInt("KOORD_PERF_WARMUP", 500)}
 	pick, err := regexp.Compile(os.Getenv("KOORD_PERF_CASES"))
@@ -128,23 +131,25 @@ func BenchmarkScheduler(b *testing.B) {
 	sizesOnce.Do(func() {
 		fmt.Printf("nodes: %d\nwarmup-pods: %d\nmeasured-pods: %d\n", sz.nodes, sz.warmupPods, sz.measuredPods)
 	})
-	var results []result
-	for _, c := range cases {
-		if !pick.MatchString(c.name) {
-			continue
+	for rep := 1; rep <= envInt("KOORD_PERF_REPETITIONS", 1); rep++ {
+		var results []result
+		for _, c := range cases {
+			if !pick.MatchString(c.name) {
+				continue
+			}
+			b.Run(fmt.Sprintf("rep=%d/%s", rep, c.name), func(b *testing.B) {
+				r := runCase(b, c, c.mix.sized(sz))
+				results = append(results, r)
+				b.ReportMetric(r.avg, "pods/s")
+				b.ReportMetric(r.p50, "p50-pods/s")
+				b.ReportMetric(r.attemptP50, "attempt-p50-ms")
+				b.ReportMetric(r.attemptP99, "attempt-p99-ms")
+				b.ReportMetric(r.heapMB, "heap-MB")
+				b.ReportMetric(0, "ns/op") // one run of the whole case, not an op
+			})
 		}
-		b.Run(c.name, func(b *testing.B) {
-			r := runCase(b, c, c.mix.sized(sz))
-			results = append(results, r)
-			b.ReportMetric(r.avg, "pods/s")
-			b.ReportMetric(r.p50, "p50-pods/s")
-			b.ReportMetric(r.attemptP50, "attempt-p50-ms")
-			b.ReportMetric(r.attemptP99, "attempt-p99-ms")
-			b.ReportMetric(r.heapMB, "heap-MB")
-			b.ReportMetric(0, "ns/op") // one run of the whole case, not an op
-		})
+		report(b, rep, results)
 	}
-	report(b, results)
 }
 
 func runCase(b *testing.B, c perfCase, sz size) result {
@@ -246,7 +251,7 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 			}
 		}
 	}
-	elapsed := time.Since(start)
+	elapsed := time.Unix(0, bound.last.Load()).Sub(start)
 	after, err := snapshot(names...)
 	if err != nil {
 		b.Fatal(err)
@@ -293,7 +298,7 @@ func median(v []float64) float64 {
 
 // report prints this repetition's cases side by side, each with its ratio
 // to stock kube-scheduler on the same mix from the same repetition.
-func report(b *testing.B, results []result) {
+func report(b *testing.B, rep int, results []result) {
 	stock := map[string]result{}
 	for _, r := range results {
 		if r.name == "stock" || strings.HasSuffix(r.name, "/stock") {
@@ -323,7 +328,7 @@ func report(b *testing.B, results []result) {
 			b.Fatal(err)
 		}
 		defer f.Close()
-		if _, err := fmt.Fprintf(f, "\n#### Repetition at %s\n%s", time.Now().UTC().Format(time.RFC3339), out); err != nil {
+		if _, err := fmt.Fprintf(f, "\n#### Repetition %d, ended %s\n%s", rep, time.Now().UTC().Format(time.RFC3339), out); err != nil {
 			b.Fatal(err)
 		}
 	}
