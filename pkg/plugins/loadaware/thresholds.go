@@ -30,6 +30,10 @@ type nodeThresholds struct {
 // Parsing happens only when the annotation changes.
 func (p *Plugin) customThresholds(ctx context.Context, node *corev1.Node) *nodeThresholds {
 	raw, ok := node.Annotations[extension.AnnotationCustomUsageThresholds]
+	if !ok {
+		// Most nodes: nothing to parse, so no lock and no lookup.
+		return nil
+	}
 	c := p.cache
 	c.mu.RLock()
 	n := c.nodes[node.Name]
@@ -39,9 +43,6 @@ func (p *Plugin) customThresholds(ctx context.Context, node *corev1.Node) *nodeT
 		return t
 	}
 	c.mu.RUnlock()
-	if !ok && n == nil {
-		return nil
-	}
 
 	var parsed *nodeThresholds
 	custom, err := extension.GetCustomUsageThresholds(node.Annotations)
