@@ -51,6 +51,11 @@ type Holds interface {
 	// Held is the CPU (milli-cores) and memory of held in total: what
 	// LoadAwareScheduling adds on every node, without walking the list.
 	Held(node string) (milliCPU, memory int64)
+	// Most is at least what any one node's reservations hold against the
+	// pod, and whether any reservation pins CPUs: a per-node check that
+	// passes even with the most held, or that cares only about pinned CPUs,
+	// need not ask On or Held for every node.
+	Most() (milliCPU, memory int64, pinned bool)
 }
 
 // HoldsOf returns the pod's Holds, nil when the Reservation plugin is not in

@@ -229,7 +229,18 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	}
 	alloc := nodeInfo.GetAllocatable()
 	var buf [maxResources]int64
-	podEst := p.withReservations(state, node.Name, s.estimate, buf[:0])
+	podEst := s.estimate
+	if holds := reservation.HoldsOf(state); holds != nil {
+		// Most nodes pass even if they held the most any node's
+		// reservations hold: then this node's own need not be looked up.
+		if milliCPU, memory, _ := holds.Most(); milliCPU > 0 || memory > 0 {
+			worst := p.addHeld(s.estimate, milliCPU, memory, buf[:0])
+			if p.over(est.filterUsage, worst, usage, alloc) < 0 && (!s.prod || !hasAny(prod) || p.over(est.prodUsage, worst, prod, alloc) < 0) {
+				return nil
+			}
+			podEst = p.withReservations(state, node.Name, s.estimate, buf[:0])
+		}
+	}
 	if st := p.check(est.filterUsage, podEst, usage, alloc, ""); st != nil {
 		return st
 	}
@@ -257,6 +268,11 @@ func (p *Plugin) withReservations(state fwk.CycleState, node string, est vector,
 	if milliCPU == 0 && memory == 0 {
 		return est
 	}
+	return p.addHeld(est, milliCPU, memory, buf)
+}
+
+// addHeld is est plus reserved CPU and memory, scaled as estimates are, in buf.
+func (p *Plugin) addHeld(est vector, milliCPU, memory int64, buf vector) vector {
 	out := append(buf, est...)
 	for i, name := range p.resources {
 		var amount int64
@@ -288,6 +304,20 @@ func hasAny(v []int64) bool {
 
 // check compares (usage + pod) against thresholds, in percent of allocatable.
 func (p *Plugin) check(usage, pod vector, thresholds []int64, alloc fwk.Resource, kind string) *fwk.Status {
+	i := p.over(usage, pod, thresholds, alloc)
+	if i < 0 {
+		return nil
+	}
+	a, used := allocatable(alloc, p.resources[i]), usage[i]+pod[i]
+	// No '%' in the reason: kube-scheduler uses it as the format string of
+	// the FailedScheduling event.
+	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node %s%s usage would be %d percent of allocatable, over the %d percent threshold",
+		kind, p.resources[i], used*100/a, thresholds[i]))
+}
+
+// over is the first resource whose usage with the pod would exceed its
+// threshold, -1 when none would.
+func (p *Plugin) over(usage, pod vector, thresholds []int64, alloc fwk.Resource) int {
 	for i, t := range thresholds {
 		if t <= 0 {
 			continue
@@ -296,15 +326,11 @@ func (p *Plugin) check(usage, pod vector, thresholds []int64, alloc fwk.Resource
 		if a <= 0 {
 			continue
 		}
-		used := usage[i] + pod[i]
-		if used*100 > t*a {
-			// No '%' in the reason: kube-scheduler uses it as the format
-			// string of the FailedScheduling event.
-			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node %s%s usage would be %d percent of allocatable, over the %d percent threshold",
-				kind, p.resources[i], used*100/a, t))
+		if (usage[i]+pod[i])*100 > t*a {
+			return i
 		}
 	}
-	return nil
+	return -1
 }
 
 func allocatable(r fwk.Resource, name corev1.ResourceName) int64 {

@@ -44,4 +44,9 @@ func TestReservationsCountAsLoad(t *testing.T) {
 	if heldScore >= ownScore {
 		t.Errorf("score with the reservation held %d, as its owner %d: held load must lower it", heldScore, ownScore)
 	}
+	// The reservation is on another node: Filter's shortcut (the most any
+	// node holds) does not fit, the node's own figure does.
+	if _, err := run(&reservationtest.Holds{Node: "n2", HeldBy: []reservation.Hold{r}}); err != nil {
+		t.Errorf("a reservation on n2 turned the pod away from n1: %v", err)
+	}
 }

@@ -21,6 +21,9 @@ func (p *Plugin) forPod(cs fwk.CycleState, node string, view *NodeView) (v, own 
 	if holds == nil {
 		return view, nil
 	}
+	if _, _, pinned := holds.Most(); !pinned {
+		return view, nil // no reservation pins CPUs anywhere: nothing to narrow
+	}
 	use, held := holds.On(node)
 	pinned := use != nil && use.Pinned()
 	for i := range held {

@@ -3,7 +3,10 @@ package numaresource
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,6 +42,11 @@ type State struct {
 	podNode map[types.UID]string
 	// evicted are assumed pods whose CPUs turned out to belong to a bound pod.
 	evicted map[types.UID]bool
+	// views publishes each node's built view to Filter and Score, which run
+	// for every binding pod on every node from many goroutines, without the
+	// lock: the map is replaced (copied) only when a node comes or goes, a
+	// view is swapped into its node's slot, and nil means "build it".
+	views atomic.Pointer[map[string]*atomic.Pointer[NodeView]]
 }
 
 type nodeState struct {
@@ -50,8 +58,16 @@ type nodeState struct {
 
 	pods map[types.UID]Allocation
 	held cpuset.CPUSet
-	// view is derived from the above and rebuilt lazily after a change.
+	// view is derived from the above and rebuilt lazily after a change;
+	// slot publishes it (see State.views).
 	view *NodeView
+	slot *atomic.Pointer[NodeView]
+}
+
+// invalidate drops the view after a change; the next View builds it again.
+func (n *nodeState) invalidate() {
+	n.view = nil
+	n.slot.Store(nil)
 }
 
 // NodeView is a node's free capacity, computed once per change so that
@@ -77,7 +93,9 @@ type NodeView struct {
 
 // NewState returns an empty state.
 func NewState() *State {
-	return &State{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, evicted: map[types.UID]bool{}}
+	s := &State{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, evicted: map[types.UID]bool{}}
+	s.views.Store(&map[string]*atomic.Pointer[NodeView]{})
+	return s
 }
 
 // Conflict says that CPUs are already held by another pod.
@@ -94,8 +112,11 @@ func (c *Conflict) Error() string {
 func (s *State) node(name string) *nodeState {
 	n := s.nodes[name]
 	if n == nil {
-		n = &nodeState{pods: map[types.UID]Allocation{}, held: cpuset.New(), topoErr: errNoTopology}
+		n = &nodeState{pods: map[types.UID]Allocation{}, held: cpuset.New(), topoErr: errNoTopology, slot: &atomic.Pointer[NodeView]{}}
 		s.nodes[name] = n
+		views := maps.Clone(*s.views.Load())
+		views[unique.Make(name).Value()] = n.slot
+		s.views.Store(&views)
 	}
 	return n
 }
@@ -121,7 +142,7 @@ func (s *State) SetTopology(node string, info *extension.NUMAInfo, err error) {
 	} else {
 		n.info, n.topo, n.topoErr = info, topo, nil
 	}
-	n.view = nil
+	n.invalidate()
 }
 
 // RemoveTopology forgets a node's topology (its ConfigMap was deleted). What
@@ -133,13 +154,17 @@ func (s *State) RemoveTopology(node string) {
 	if n == nil {
 		return
 	}
-	n.info, n.topo, n.topoErr, n.view = nil, nil, errNoTopology, nil
+	n.info, n.topo, n.topoErr = nil, nil, errNoTopology
+	n.invalidate()
 	s.dropIfEmpty(node, n)
 }
 
 func (s *State) dropIfEmpty(name string, n *nodeState) {
 	if len(n.pods) == 0 && n.topo == nil && errors.Is(n.topoErr, errNoTopology) {
 		delete(s.nodes, name)
+		views := maps.Clone(*s.views.Load())
+		delete(views, name)
+		s.views.Store(&views)
 	}
 }
 
@@ -182,7 +207,7 @@ func (s *State) recordLocked(node string, uid types.UID, a Allocation, evictAssu
 	}
 	n.held = n.held.Difference(n.pods[uid].CPUs).Union(a.CPUs)
 	n.pods[uid] = a
-	n.view = nil
+	n.invalidate()
 	s.podNode[uid] = node
 	delete(s.evicted, uid)
 	return nil
@@ -219,7 +244,7 @@ func (s *State) forgetLocked(uid types.UID) {
 	}
 	n.held = n.held.Difference(n.pods[uid].CPUs)
 	delete(n.pods, uid)
-	n.view = nil
+	n.invalidate()
 	s.dropIfEmpty(node, n)
 }
 
@@ -279,18 +304,14 @@ func (s *State) Held(node string) cpuset.CPUSet {
 // View is a node's free capacity, or the error that keeps it from binding
 // CPUs (no numa-info ConfigMap, or a malformed one).
 func (s *State) View(node string) (*NodeView, error) {
-	s.mu.RLock()
-	n := s.nodes[node]
-	if n != nil && n.view != nil {
-		v := n.view
-		s.mu.RUnlock()
-		return v, nil
+	if slot := (*s.views.Load())[node]; slot != nil {
+		if v := slot.Load(); v != nil {
+			return v, nil
+		}
 	}
-	s.mu.RUnlock()
-
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n = s.nodes[node]
+	n := s.nodes[node]
 	if n == nil || n.topo == nil {
 		err := errNoTopology
 		if n != nil {
@@ -304,6 +325,7 @@ func (s *State) View(node string) (*NodeView, error) {
 	}
 	if n.view == nil {
 		n.view = n.buildView()
+		n.slot.Store(n.view)
 	}
 	return n.view, nil
 }

@@ -58,6 +58,15 @@ type Cache struct {
 	// settled on every node without matching owners there.
 	ownerKeys map[string]int
 	keyless   int
+	// most is the largest of the nodes' stranger totals and whether any
+	// reservation pins CPUs (see reservation.Holds.Most), updated with the
+	// summaries.
+	most atomic.Pointer[mostHeld]
+}
+
+type mostHeld struct {
+	milliCPU, memory int64
+	pinned           bool
 }
 
 // nodeSummary is one node's reservations, by name, and how a pod that owns
@@ -113,6 +122,7 @@ func (c *Cache) summarizeLocked(node string) {
 			slots = maps.Clone(slots)
 			delete(slots, node)
 			c.summaries.Store(&slots)
+			c.updateMostLocked()
 		}
 		return
 	}
@@ -135,6 +145,25 @@ func (c *Cache) summarizeLocked(node string) {
 		c.summaries.Store(&slots)
 	}
 	slot.Store(&nodeSummary{views: views, stranger: stranger})
+	c.updateMostLocked()
+}
+
+// updateMostLocked recomputes most from every node's summary: once per
+// change, over the nodes that hold reservations.
+func (c *Cache) updateMostLocked() {
+	m := &mostHeld{}
+	for _, slot := range *c.summaries.Load() {
+		sum := slot.Load()
+		if sum == nil {
+			continue
+		}
+		m.milliCPU = max(m.milliCPU, sum.stranger.c.heldMilliCPU)
+		m.memory = max(m.memory, sum.stranger.c.heldMemory)
+		for i := range sum.views {
+			m.pinned = m.pinned || sum.views[i].hold.Pinned()
+		}
+	}
+	c.most.Store(m)
 }
 
 // refresh recomputes e's view after a change.
@@ -158,6 +187,7 @@ func NewCache() *Cache {
 	c := &Cache{byUID: map[types.UID]*entry{}, byNode: map[string]map[types.UID]*entry{}, podRes: map[types.UID]types.UID{}, waiting: map[types.UID]*corev1.Pod{},
 		versions: map[types.UID]string{}, gone: map[types.UID]time.Time{}, ownerKeys: map[string]int{}}
 	c.summaries.Store(&map[string]*atomic.Pointer[nodeSummary]{})
+	c.most.Store(&mostHeld{})
 	return c
 }
 

@@ -242,3 +242,35 @@ func TestMayOwn(t *testing.T) {
 		t.Errorf("n1 still lists %d reservations", len(v))
 	}
 }
+
+// The bound other plugins use to skip per-node look-ups covers the node
+// holding the most, and knows when a reservation pins CPUs.
+func TestMostHeld(t *testing.T) {
+	c := NewCache()
+	s := &podState{cache: c}
+	if m, mem, pinned := s.Most(); m != 0 || mem != 0 || pinned {
+		t.Errorf("empty cache: Most %d %d %v", m, mem, pinned)
+	}
+	small, big := available("small", "n1", "1"), available("big", "n2", "3")
+	for _, r := range []*schedulingv1alpha1.Reservation{small, big} {
+		if err := c.SetReservation(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m, _, pinned := s.Most(); m != 3000 || pinned {
+		t.Errorf("Most %dm pinned %v, want 3000m (n2) and no pinning", m, pinned)
+	}
+	pinnedR := available("pinned", "n3", "1")
+	pinnedR.Annotations = map[string]string{extension.AnnotationResourceStatus: `{"cpuset":"0"}`}
+	if err := c.SetReservation(pinnedR); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, pinned := s.Most(); !pinned {
+		t.Error("a reservation pins CPU 0, yet Most says none does")
+	}
+	c.DeleteReservation(big.UID)
+	c.DeleteReservation(pinnedR.UID)
+	if m, _, pinned := s.Most(); m != 1000 || pinned {
+		t.Errorf("after deleting big and pinned: Most %dm pinned %v, want 1000m, none pinned", m, pinned)
+	}
+}

@@ -296,6 +296,12 @@ func (s *podState) Held(node string) (milliCPU, memory int64) {
 	return milliCPU, memory
 }
 
+// Most reads the cache's bound, which covers every node and any pod.
+func (s *podState) Most() (milliCPU, memory int64, pinned bool) {
+	m := s.cache.most.Load()
+	return m.milliCPU, m.memory, m.pinned
+}
+
 func getState(cs fwk.CycleState) *podState {
 	v, err := cs.Read(stateKey)
 	if err != nil {

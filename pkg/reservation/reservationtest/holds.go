@@ -27,6 +27,15 @@ func (h *Holds) On(node string) (*reservation.Hold, []reservation.Hold) {
 	return h.Use, h.HeldBy
 }
 
+func (h *Holds) Most() (milliCPU, memory int64, pinned bool) {
+	milliCPU, memory = h.Held(h.Node)
+	pinned = h.Use != nil && h.Use.Pinned()
+	for i := range h.HeldBy {
+		pinned = pinned || h.HeldBy[i].Pinned()
+	}
+	return milliCPU, memory, pinned
+}
+
 func (h *Holds) Held(node string) (milliCPU, memory int64) {
 	_, held := h.On(node)
 	for _, x := range held {
