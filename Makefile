@@ -127,7 +127,7 @@ bench-doc:
 	$(GO) run $(BENCHSTAT) $(BENCH)/micro.txt > $(BENCH)/micro.benchstat.txt
 	$(GO) run $(BENCHSTAT) -ignore /rep $(BENCH)/perf.txt > $(BENCH)/perf.benchstat.txt
 	mkdir -p docs/bench
-	cp $(BENCH)/micro.txt $(BENCH)/perf.txt $(BENCH)/perf.md $(BENCH)/micro.benchstat.txt $(BENCH)/perf.benchstat.txt docs/bench/
+	cp -p $(BENCH)/micro.txt $(BENCH)/perf.txt $(BENCH)/perf.md $(BENCH)/micro.benchstat.txt $(BENCH)/perf.benchstat.txt docs/bench/
 	$(GO) run ./hack/benchdoc -doc docs/benchmarks.md -perf docs/bench/perf.txt -micro docs/bench/micro.txt \
 		-perf-benchstat docs/bench/perf.benchstat.txt -micro-benchstat docs/bench/micro.benchstat.txt -repetitions docs/bench/perf.md \
 		-command "make bench BENCH_COUNT=$(BENCH_COUNT)"

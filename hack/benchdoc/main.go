@@ -34,7 +34,7 @@ func main() {
 		repetitions = flag.String("repetitions", "", "test/perf's per-repetition tables (KOORD_PERF_REPORT)")
 		command     = flag.String("command", "make bench", "the command that produced the inputs")
 		rawDir      = flag.String("raw", "docs/bench", "where the raw outputs are kept, for the text")
-		date        = flag.String("date", time.Now().UTC().Format("2006-01-02 15:04 MST"), "when")
+		date        = flag.String("date", "", "when the measurement ended (default: when -perf was last written)")
 		printOnly   = flag.Bool("print", false, "print the section instead of writing -doc")
 	)
 	flag.Parse()
@@ -48,6 +48,12 @@ func run(docPath, perfPath, microPath, perfStatPath, microStatPath, repsPath, co
 	perf, err := parseBench(perfPath)
 	if err != nil {
 		return err
+	}
+	if date == "" {
+		date = time.Now().UTC().Format("2006-01-02 15:04 MST")
+		if fi, err := os.Stat(perfPath); err == nil && perfPath != "" {
+			date = fi.ModTime().UTC().Format("2006-01-02 15:04 MST")
+		}
 	}
 	micro, err := parseBench(microPath)
 	if err != nil {
@@ -98,7 +104,11 @@ func splice(doc, section string) string {
 	if i < 0 || j < i {
 		return strings.TrimRight(doc, "\n") + "\n\n" + section
 	}
-	return doc[:i] + section + strings.TrimLeft(doc[j+len(end):], "\n")
+	rest := strings.TrimLeft(doc[j+len(end):], "\n")
+	if rest == "" {
+		return doc[:i] + section
+	}
+	return doc[:i] + section + "\n" + rest
 }
 
 // result is one benchmark line: its name (without the -GOMAXPROCS suffix) and
