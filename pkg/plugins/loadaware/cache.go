@@ -1,11 +1,8 @@
 package loadaware
 
 import (
-	"maps"
 	"sync"
-	"sync/atomic"
 	"time"
-	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +11,7 @@ import (
 	"github.com/koord-project/koord/apis/config"
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	"github.com/koord-project/koord/internal/nodeslots"
 )
 
 // defaultReportInterval is koordlet's default when a NodeMetric names none.
@@ -60,9 +58,8 @@ func packed(est *nodeEstimate) *nodeEstimate {
 type nodeState struct {
 	metric *slov1alpha1.NodeMetric
 	pods   map[types.UID]*podRecord
-	est    *nodeEstimate // nil without a NodeMetric
-	// slot publishes est to readers that take no lock (see usageCache.slots).
-	slot *atomic.Pointer[nodeEstimate]
+	est    *nodeEstimate // nil without a NodeMetric; usageCache.estimates publishes it
+	name   string
 	// thresholdsParsed caches the usage-thresholds annotation by its raw value.
 	thresholdsRaw    string
 	thresholdsParsed *nodeThresholds
@@ -77,32 +74,20 @@ type usageCache struct {
 	resources []corev1.ResourceName
 	args      *config.LoadAwareSchedulingArgs
 	now       func() time.Time
-	// slots is each node's estimate for Filter and Score, which run for
-	// every pod on every node from many goroutines: a lock there costs more
-	// than the check itself, in cache-line traffic between CPUs. The map is
-	// replaced (copied) only when a node comes or goes; an estimate is
-	// swapped into its slot.
-	slots atomic.Pointer[map[string]*atomic.Pointer[nodeEstimate]]
+	// estimates publishes each node's estimate to Filter and Score, which
+	// read it without the lock.
+	estimates nodeslots.Slots[nodeEstimate]
 }
 
 func newCache(args *config.LoadAwareSchedulingArgs, resources []corev1.ResourceName, now func() time.Time) *usageCache {
-	c := &usageCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, resources: resources, args: args, now: now}
-	c.slots.Store(&map[string]*atomic.Pointer[nodeEstimate]{})
-	return c
+	return &usageCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, resources: resources, args: args, now: now}
 }
 
 func (c *usageCache) node(name string) *nodeState {
 	n := c.nodes[name]
 	if n == nil {
-		n = &nodeState{pods: map[types.UID]*podRecord{}, slot: &atomic.Pointer[nodeEstimate]{}}
+		n = &nodeState{name: name, pods: map[types.UID]*podRecord{}}
 		c.nodes[name] = n
-		slots := maps.Clone(*c.slots.Load())
-		// Filter compares the key's bytes for every node: the canonical
-		// copies of all node names sit together in memory (and are shared
-		// with the reservation cache), a name decoded from a NodeMetric
-		// sits wherever that object did.
-		slots[unique.Make(name).Value()] = n.slot
-		c.slots.Store(&slots)
 	}
 	return n
 }
@@ -174,9 +159,7 @@ func (c *usageCache) removeLocked(uid types.UID) {
 		c.refresh(n)
 		if n.metric == nil && len(n.pods) == 0 && n.thresholdsRaw == "" {
 			delete(c.nodes, nodeName)
-			slots := maps.Clone(*c.slots.Load())
-			delete(slots, nodeName)
-			c.slots.Store(&slots)
+			c.estimates.Delete(nodeName)
 		}
 	}
 }
@@ -186,7 +169,7 @@ func (c *usageCache) refresh(n *nodeState) {
 	m := n.metric
 	if m == nil || m.Status.NodeMetric == nil || m.Status.UpdateTime == nil {
 		n.est = nil
-		n.slot.Store(nil)
+		c.estimates.Set(n.name, nil)
 		return
 	}
 	latest := c.vectorOf(m.Status.NodeMetric.NodeUsage)
@@ -249,7 +232,7 @@ func (c *usageCache) refresh(n *nodeState) {
 	est.scoreUsage.add(extra)
 	est = packed(est)
 	n.est = est
-	n.slot.Store(est)
+	c.estimates.Set(n.name, est)
 }
 
 func (c *usageCache) vectorOf(m slov1alpha1.ResourceMap) vector {
@@ -289,8 +272,5 @@ func aggregated(m *slov1alpha1.NodeMetric, t slov1alpha1.AggregationType, d meta
 // estimate returns the node's estimate (nil without a usable NodeMetric).
 // The returned value is never mutated after publication.
 func (c *usageCache) estimate(nodeName string) *nodeEstimate {
-	if slot := (*c.slots.Load())[nodeName]; slot != nil {
-		return slot.Load()
-	}
-	return nil
+	return c.estimates.Get(nodeName)
 }

@@ -3,16 +3,14 @@ package numaresource
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
-	"sync/atomic"
-	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/cpuset"
 
 	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/internal/nodeslots"
 )
 
 // Allocation is what one pod holds on its node.
@@ -42,11 +40,9 @@ type State struct {
 	podNode map[types.UID]string
 	// evicted are assumed pods whose CPUs turned out to belong to a bound pod.
 	evicted map[types.UID]bool
-	// views publishes each node's built view to Filter and Score, which run
-	// for every binding pod on every node from many goroutines, without the
-	// lock: the map is replaced (copied) only when a node comes or goes, a
-	// view is swapped into its node's slot, and nil means "build it".
-	views atomic.Pointer[map[string]*atomic.Pointer[NodeView]]
+	// views publishes each node's built view to Filter and Score without
+	// the lock; none means "build it".
+	views nodeslots.Slots[NodeView]
 }
 
 type nodeState struct {
@@ -59,15 +55,14 @@ type nodeState struct {
 	pods map[types.UID]Allocation
 	held cpuset.CPUSet
 	// view is derived from the above and rebuilt lazily after a change;
-	// slot publishes it (see State.views).
+	// State.views publishes it.
 	view *NodeView
-	slot *atomic.Pointer[NodeView]
 }
 
-// invalidate drops the view after a change; the next View builds it again.
-func (n *nodeState) invalidate() {
+// invalidate drops node's view after a change; the next View builds it again.
+func (s *State) invalidate(node string, n *nodeState) {
 	n.view = nil
-	n.slot.Store(nil)
+	s.views.Set(node, nil)
 }
 
 // NodeView is a node's free capacity, computed once per change so that
@@ -93,9 +88,7 @@ type NodeView struct {
 
 // NewState returns an empty state.
 func NewState() *State {
-	s := &State{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, evicted: map[types.UID]bool{}}
-	s.views.Store(&map[string]*atomic.Pointer[NodeView]{})
-	return s
+	return &State{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, evicted: map[types.UID]bool{}}
 }
 
 // Conflict says that CPUs are already held by another pod.
@@ -112,11 +105,8 @@ func (c *Conflict) Error() string {
 func (s *State) node(name string) *nodeState {
 	n := s.nodes[name]
 	if n == nil {
-		n = &nodeState{pods: map[types.UID]Allocation{}, held: cpuset.New(), topoErr: errNoTopology, slot: &atomic.Pointer[NodeView]{}}
+		n = &nodeState{pods: map[types.UID]Allocation{}, held: cpuset.New(), topoErr: errNoTopology}
 		s.nodes[name] = n
-		views := maps.Clone(*s.views.Load())
-		views[unique.Make(name).Value()] = n.slot
-		s.views.Store(&views)
 	}
 	return n
 }
@@ -142,7 +132,7 @@ func (s *State) SetTopology(node string, info *extension.NUMAInfo, err error) {
 	} else {
 		n.info, n.topo, n.topoErr = info, topo, nil
 	}
-	n.invalidate()
+	s.invalidate(node, n)
 }
 
 // RemoveTopology forgets a node's topology (its ConfigMap was deleted). What
@@ -155,16 +145,14 @@ func (s *State) RemoveTopology(node string) {
 		return
 	}
 	n.info, n.topo, n.topoErr = nil, nil, errNoTopology
-	n.invalidate()
+	s.invalidate(node, n)
 	s.dropIfEmpty(node, n)
 }
 
 func (s *State) dropIfEmpty(name string, n *nodeState) {
 	if len(n.pods) == 0 && n.topo == nil && errors.Is(n.topoErr, errNoTopology) {
 		delete(s.nodes, name)
-		views := maps.Clone(*s.views.Load())
-		delete(views, name)
-		s.views.Store(&views)
+		s.views.Delete(name)
 	}
 }
 
@@ -207,7 +195,7 @@ func (s *State) recordLocked(node string, uid types.UID, a Allocation, evictAssu
 	}
 	n.held = n.held.Difference(n.pods[uid].CPUs).Union(a.CPUs)
 	n.pods[uid] = a
-	n.invalidate()
+	s.invalidate(node, n)
 	s.podNode[uid] = node
 	delete(s.evicted, uid)
 	return nil
@@ -244,7 +232,7 @@ func (s *State) forgetLocked(uid types.UID) {
 	}
 	n.held = n.held.Difference(n.pods[uid].CPUs)
 	delete(n.pods, uid)
-	n.invalidate()
+	s.invalidate(node, n)
 	s.dropIfEmpty(node, n)
 }
 
@@ -304,10 +292,8 @@ func (s *State) Held(node string) cpuset.CPUSet {
 // View is a node's free capacity, or the error that keeps it from binding
 // CPUs (no numa-info ConfigMap, or a malformed one).
 func (s *State) View(node string) (*NodeView, error) {
-	if slot := (*s.views.Load())[node]; slot != nil {
-		if v := slot.Load(); v != nil {
-			return v, nil
-		}
+	if v := s.views.Get(node); v != nil {
+		return v, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -325,7 +311,7 @@ func (s *State) View(node string) (*NodeView, error) {
 	}
 	if n.view == nil {
 		n.view = n.buildView()
-		n.slot.Store(n.view)
+		s.views.Set(node, n.view)
 	}
 	return n.view, nil
 }

@@ -6,14 +6,12 @@ package reservation
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +19,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	"github.com/koord-project/koord/internal/nodeslots"
 	"github.com/koord-project/koord/pkg/reservation"
 )
 
@@ -46,12 +45,9 @@ type Cache struct {
 	gone     map[types.UID]time.Time
 	// summaries is each node's reservations as Filter and Score read them,
 	// rebuilt whenever one of them changes: reads happen for every pod on
-	// every node from many goroutines, changes when a reservation or one of
-	// its owners does. Readers take no lock (it would cost more than the
-	// read, in cache-line traffic between CPUs): the map is replaced (copied)
-	// only when a node gets its first reservation or loses its last, and a
-	// summary is swapped into its node's slot.
-	summaries atomic.Pointer[map[string]*atomic.Pointer[nodeSummary]]
+	// every node from many goroutines (without the lock), changes when a
+	// reservation or one of its owners does.
+	summaries nodeslots.Slots[nodeSummary]
 	// ownerKeys counts the cached reservations' owner keys
 	// (reservation.Owners.Keys), and keyless their entries without one: a
 	// pod offering none of the keys owns no reservation (MayOwn), and is
@@ -95,8 +91,9 @@ type entry struct {
 	// this scheduler knows about.
 	uses    map[types.UID]corev1.ResourceList
 	assumed map[types.UID]bool
-	// view is what OnNode hands out, recomputed on every change (changes
-	// are rare, reads happen for every pod on every node).
+	// view is what the node's summary (and OnNode) hands out, recomputed on
+	// every change (changes are rare, reads happen for every pod on every
+	// node).
 	view   View
 	owners reservation.Owners
 	// keys and keyless are what owners added to the cache's ownerKeys.
@@ -116,12 +113,9 @@ func (c *Cache) refreshLocked(e *entry) {
 // summarizeLocked rebuilds node's summary from its entries' views.
 func (c *Cache) summarizeLocked(node string) {
 	entries := c.byNode[node]
-	slots := *c.summaries.Load()
 	if len(entries) == 0 {
-		if _, ok := slots[node]; ok {
-			slots = maps.Clone(slots)
-			delete(slots, node)
-			c.summaries.Store(&slots)
+		if c.summaries.Get(node) != nil {
+			c.summaries.Delete(node)
 			c.updateMostLocked()
 		}
 		return
@@ -136,15 +130,7 @@ func (c *Cache) summarizeLocked(node string) {
 		stranger.c.hold(&views[i])
 	}
 	stranger.once.Do(func() { stranger.use, stranger.held = holdsOf(views, nil) })
-	slot := slots[node]
-	if slot == nil {
-		slot = &atomic.Pointer[nodeSummary]{}
-		slots = maps.Clone(slots)
-		// The canonical copy of the name: see loadaware's slots.
-		slots[unique.Make(node).Value()] = slot
-		c.summaries.Store(&slots)
-	}
-	slot.Store(&nodeSummary{views: views, stranger: stranger})
+	c.summaries.Set(node, &nodeSummary{views: views, stranger: stranger})
 	c.updateMostLocked()
 }
 
@@ -152,17 +138,13 @@ func (c *Cache) summarizeLocked(node string) {
 // change, over the nodes that hold reservations.
 func (c *Cache) updateMostLocked() {
 	m := &mostHeld{}
-	for _, slot := range *c.summaries.Load() {
-		sum := slot.Load()
-		if sum == nil {
-			continue
-		}
+	c.summaries.Range(func(_ string, sum *nodeSummary) {
 		m.milliCPU = max(m.milliCPU, sum.stranger.c.heldMilliCPU)
 		m.memory = max(m.memory, sum.stranger.c.heldMemory)
 		for i := range sum.views {
 			m.pinned = m.pinned || sum.views[i].hold.Pinned()
 		}
-	}
+	})
 	c.most.Store(m)
 }
 
@@ -186,7 +168,6 @@ func (e *entry) refresh() {
 func NewCache() *Cache {
 	c := &Cache{byUID: map[types.UID]*entry{}, byNode: map[string]map[types.UID]*entry{}, podRes: map[types.UID]types.UID{}, waiting: map[types.UID]*corev1.Pod{},
 		versions: map[types.UID]string{}, gone: map[types.UID]time.Time{}, ownerKeys: map[string]int{}}
-	c.summaries.Store(&map[string]*atomic.Pointer[nodeSummary]{})
 	c.most.Store(&mostHeld{})
 	return c
 }
@@ -475,10 +456,7 @@ func (c *Cache) MayOwn(pod *corev1.Pod) bool {
 
 // summary is node's summary, nil when it holds no reservation.
 func (c *Cache) summary(node string) *nodeSummary {
-	if slot := (*c.summaries.Load())[node]; slot != nil {
-		return slot.Load()
-	}
-	return nil
+	return c.summaries.Get(node)
 }
 
 // OnNode lists the node's reservations, by name. The slice is shared: read it, do not change it.
