@@ -12,12 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/cpuset"
@@ -47,24 +45,17 @@ func defaultArgs(t testing.TB, mutate func(*configv1.NodeNUMAResourceArgs)) *con
 	return out
 }
 
-// testHandle gives the plugin a node snapshot, a fake client for PreBind, an
-// event recorder and a record of activated pods.
+// testHandle gives the plugin a node snapshot, a fake client and bind list
+// for PreBind and Bind, an event recorder and a record of activated pods.
 type testHandle struct {
-	fwk.Handle
+	podbindingtest.Handle
 	snapshot  *schedcache.Snapshot
-	client    *fake.Clientset
 	rec       *events.FakeRecorder
 	mu        sync.Mutex
 	activated []string
-	// bind is the profile's bind list (none: DefaultBinder alone).
-	bind []string
 }
 
-func (h *testHandle) APICacher() fwk.APICacher          { return nil }
-func (h *testHandle) ListPlugins() *schedconfig.Plugins { return podbindingtest.Plugins(h.bind...) }
-
 func (h *testHandle) SnapshotSharedLister() fwk.SharedLister    { return h.snapshot }
-func (h *testHandle) ClientSet() kubernetes.Interface           { return h.client }
 func (h *testHandle) EventRecorder() events.EventRecorderLogger { return h.rec }
 func (h *testHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
 	h.mu.Lock()
@@ -86,7 +77,7 @@ type fixture struct {
 // newFixture builds the plugin over nodes; each node with a topology gets it
 // as koordlet would publish it.
 func newFixture(t testing.TB, args *config.NodeNUMAResourceArgs, nodes ...*corev1.Node) *fixture {
-	h := &testHandle{snapshot: schedcache.NewSnapshot(nil, nodes), client: fake.NewClientset(), rec: events.NewFakeRecorder(100)}
+	h := &testHandle{Handle: podbindingtest.Handle{Client: fake.NewClientset()}, snapshot: schedcache.NewSnapshot(nil, nodes), rec: events.NewFakeRecorder(100)}
 	f := &fixture{t: t, p: newPlugin(args, h), h: h, nodes: map[string]*corev1.Node{}}
 	f.p.ready.Store(true)
 	for _, n := range nodes {
@@ -149,7 +140,7 @@ func (f *fixture) cycle(pod *corev1.Pod) (fwk.CycleState, *fwk.Status, map[strin
 // resource-status PreBind wrote.
 func (f *fixture) schedule(pod *corev1.Pod, nodeName string) (*extension.ResourceStatus, error) {
 	ctx := context.Background()
-	if _, err := f.h.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := f.h.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
 	cs, st, filtered := f.cycle(pod)
@@ -168,7 +159,7 @@ func (f *fixture) schedule(pod *corev1.Pod, nodeName string) (*extension.Resourc
 	if s := f.p.PreBind(ctx, cs, pod, nodeName); !s.IsSuccess() {
 		return nil, s.AsError()
 	}
-	got, err := f.h.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	got, err := f.h.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -456,12 +447,12 @@ func TestBindCarriesCPUs(t *testing.T) {
 		t.Fatalf("%s is not in podbinding.Binders: Carried would never see it", Name)
 	}
 	f := newFixture(t, defaultArgs(t, nil), node("n1", nil))
-	f.h.bind = []string{Name, "DefaultBinder"}
+	f.h.Bind = []string{Name, "DefaultBinder"}
 	f.publish("n1", topologytest.Linux(1, 1, 2, 2, gi)) // 2 cores × 2 threads
 	ctx := context.Background()
 	reserve := func(pod *corev1.Pod) fwk.CycleState {
 		t.Helper()
-		if _, err := f.h.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		if _, err := f.h.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		cs, _, _ := f.cycle(pod)
@@ -478,13 +469,13 @@ func TestBindCarriesCPUs(t *testing.T) {
 	if s := f.p.PreBind(ctx, cs, pod, "n1"); !s.IsSuccess() {
 		t.Fatal(s.AsError())
 	}
-	if n := podbindingtest.Patches(f.h.client); n != 0 {
+	if n := podbindingtest.Patches(f.h.Client); n != 0 {
 		t.Errorf("%d patches before binding, want none", n)
 	}
 	if s := f.p.Bind(ctx, cs, pod, "n1"); !s.IsSuccess() {
 		t.Fatal(s.AsError())
 	}
-	sent := podbindingtest.Sent(f.h.client)
+	sent := podbindingtest.Sent(f.h.Client)
 	if len(sent) != 1 || sent[0].Target.Name != "n1" {
 		t.Fatalf("bindings %+v, want one to n1", sent)
 	}
@@ -512,7 +503,7 @@ func TestBindCarriesCPUs(t *testing.T) {
 	if s := f.p.Bind(ctx, cs, late, "n1"); s.IsSuccess() || s.IsSkip() {
 		t.Errorf("Bind with CPUs another pod holds: %v", s)
 	}
-	if n := len(podbindingtest.Sent(f.h.client)); n != 1 {
+	if n := len(podbindingtest.Sent(f.h.Client)); n != 1 {
 		t.Errorf("%d bindings sent, want only the first", n)
 	}
 }
@@ -523,7 +514,7 @@ func TestBoundPodWinsOverAssumption(t *testing.T) {
 	f := newFixture(t, defaultArgs(t, nil), node("n1", nil))
 	f.publish("n1", topologytest.Linux(1, 1, 2, 1, gi))
 	pod := lsr("assumed", "1", "", nil)
-	if _, err := f.h.client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+	if _, err := f.h.Client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cs, _, _ := f.cycle(pod)

@@ -6,24 +6,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/koord-project/koord/pkg/plugins/podbinding/podbindingtest"
 )
-
-type handle struct {
-	fwk.Handle
-	client  *fake.Clientset
-	plugins *config.Plugins
-}
-
-func (h *handle) ClientSet() kubernetes.Interface { return h.client }
-func (h *handle) APICacher() fwk.APICacher        { return nil }
-func (h *handle) ListPlugins() *config.Plugins    { return h.plugins }
 
 func TestCarried(t *testing.T) {
 	for _, tc := range []struct {
@@ -35,7 +23,7 @@ func TestCarried(t *testing.T) {
 		{[]string{"DefaultBinder", "Reservation"}, false},
 		{nil, false},
 	} {
-		if got := Carried(&handle{plugins: podbindingtest.Plugins(tc.bind...)}); got != tc.want {
+		if got := Carried(&podbindingtest.Handle{Bind: tc.bind}); got != tc.want {
 			t.Errorf("bind %v: Carried %v, want %v", tc.bind, got, tc.want)
 		}
 	}
@@ -47,7 +35,7 @@ func TestCarried(t *testing.T) {
 
 func TestBindCarriesAnnotations(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: "uid-p"}}
-	h := &handle{client: fake.NewClientset(pod)}
+	h := &podbindingtest.Handle{Client: fake.NewClientset(pod)}
 	ctx := context.Background()
 
 	// Nothing recorded: the next binder binds.
@@ -55,7 +43,7 @@ func TestBindCarriesAnnotations(t *testing.T) {
 	if s := Bind(ctx, h, cs, pod, "n1"); !s.IsSkip() {
 		t.Fatalf("nothing recorded: %v, want Skip", s)
 	}
-	if n := len(podbindingtest.Sent(h.client)); n != 0 {
+	if n := len(podbindingtest.Sent(h.Client)); n != 0 {
 		t.Fatalf("%d bindings sent with nothing recorded", n)
 	}
 
@@ -68,7 +56,7 @@ func TestBindCarriesAnnotations(t *testing.T) {
 	if s := Bind(ctx, h, cs, pod, "n1"); !s.IsSuccess() {
 		t.Fatal(s.AsError())
 	}
-	sent := podbindingtest.Sent(h.client)
+	sent := podbindingtest.Sent(h.Client)
 	if len(sent) != 1 {
 		t.Fatalf("%d bindings sent, want 1", len(sent))
 	}
@@ -83,7 +71,7 @@ func TestBindCarriesAnnotations(t *testing.T) {
 	if s := Bind(ctx, h, cs, pod, "n1"); s.Code() != fwk.Unschedulable || s.Message() != "CPUs taken" {
 		t.Errorf("failing check: %v", s)
 	}
-	if n := len(podbindingtest.Sent(h.client)); n != 1 {
+	if n := len(podbindingtest.Sent(h.Client)); n != 1 {
 		t.Errorf("%d bindings sent in all, want the first only", n)
 	}
 }

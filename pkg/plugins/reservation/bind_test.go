@@ -5,26 +5,15 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/pkg/plugins/podbinding"
 	"github.com/koord-project/koord/pkg/plugins/podbinding/podbindingtest"
 )
-
-type bindHandle struct {
-	fwk.Handle
-	client *fake.Clientset
-	bind   []string
-}
-
-func (h *bindHandle) ClientSet() kubernetes.Interface   { return h.client }
-func (h *bindHandle) APICacher() fwk.APICacher          { return nil }
-func (h *bindHandle) ListPlugins() *schedconfig.Plugins { return podbindingtest.Plugins(h.bind...) }
 
 // In the shipped profile (Reservation first under bind) an owner's claim
 // rides on its Binding: PreBind has nothing to do and patches nothing.
@@ -36,30 +25,39 @@ func TestBindCarriesClaim(t *testing.T) {
 	p := testPlugin(r)
 	owner, stranger := appPod("web-1", "web", "2"), appPod("batch-1", "batch", "1")
 	owner.Namespace, stranger.Namespace = "default", "default"
-	h := &bindHandle{client: fake.NewClientset(owner, stranger), bind: []string{Name, "NodeNUMAResource", "DefaultBinder"}}
+	h := &podbindingtest.Handle{Client: fake.NewClientset(owner, stranger), Bind: []string{Name, "NodeNUMAResource", "DefaultBinder"}}
 	p.handle = h
 	ctx := context.Background()
 
-	cs, st := run(t, p, owner, nodeInfo())
-	if !st.IsSuccess() {
-		t.Fatal(st)
+	// toPreBind runs a pod's cycle on n1 up to PreBind, returning its state
+	// and what PreBindPreFlight said.
+	toPreBind := func(pod *corev1.Pod) (fwk.CycleState, *fwk.Status) {
+		t.Helper()
+		cs, st := run(t, p, pod, nodeInfo())
+		if !st.IsSuccess() {
+			t.Fatal(st)
+		}
+		if st := p.Reserve(ctx, cs, pod, "n1"); !st.IsSuccess() {
+			t.Fatal(st)
+		}
+		_, preflight := p.PreBindPreFlight(ctx, cs, pod, "n1")
+		if st := p.PreBind(ctx, cs, pod, "n1"); !st.IsSuccess() {
+			t.Fatal(st)
+		}
+		return cs, preflight
 	}
-	if st := p.Reserve(ctx, cs, owner, "n1"); !st.IsSuccess() {
-		t.Fatal(st)
+
+	cs, preflight := toPreBind(owner)
+	if !preflight.IsSkip() {
+		t.Errorf("owner: PreBindPreFlight %v, want Skip", preflight)
 	}
-	if _, st := p.PreBindPreFlight(ctx, cs, owner, "n1"); !st.IsSkip() {
-		t.Errorf("owner: PreBindPreFlight %v, want Skip", st)
-	}
-	if st := p.PreBind(ctx, cs, owner, "n1"); !st.IsSuccess() {
-		t.Fatal(st)
-	}
-	if n := podbindingtest.Patches(h.client); n != 0 {
+	if n := podbindingtest.Patches(h.Client); n != 0 {
 		t.Errorf("%d patches before binding, want none", n)
 	}
 	if st := p.Bind(ctx, cs, owner, "n1"); !st.IsSuccess() {
 		t.Fatal(st)
 	}
-	sent := podbindingtest.Sent(h.client)
+	sent := podbindingtest.Sent(h.Client)
 	if len(sent) != 1 {
 		t.Fatalf("%d bindings, want 1", len(sent))
 	}
@@ -72,20 +70,14 @@ func TestBindCarriesClaim(t *testing.T) {
 	// remove an annotation, so PreBind patches it off, and the pod goes on to
 	// the next binder.
 	stranger.Annotations = map[string]string{extension.AnnotationReservationAllocated: `{"name":"r1","uid":"old"}`}
-	if _, err := h.client.CoreV1().Pods("default").Update(ctx, stranger, metav1.UpdateOptions{}); err != nil {
+	if _, err := h.Client.CoreV1().Pods("default").Update(ctx, stranger, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cs, _ = run(t, p, stranger, nodeInfo())
-	if st := p.Reserve(ctx, cs, stranger, "n1"); !st.IsSuccess() {
-		t.Fatal(st)
+	cs, preflight = toPreBind(stranger)
+	if !preflight.IsSuccess() {
+		t.Errorf("stale claim: PreBindPreFlight %v, want Success", preflight)
 	}
-	if _, st := p.PreBindPreFlight(ctx, cs, stranger, "n1"); !st.IsSuccess() {
-		t.Errorf("stale claim: PreBindPreFlight %v, want Success", st)
-	}
-	if st := p.PreBind(ctx, cs, stranger, "n1"); !st.IsSuccess() {
-		t.Fatal(st)
-	}
-	if got, _ := h.client.CoreV1().Pods("default").Get(ctx, stranger.Name, metav1.GetOptions{}); got.Annotations[extension.AnnotationReservationAllocated] != "" {
+	if got, _ := h.Client.CoreV1().Pods("default").Get(ctx, stranger.Name, metav1.GetOptions{}); got.Annotations[extension.AnnotationReservationAllocated] != "" {
 		t.Errorf("stale claim still there: %v", got.Annotations)
 	}
 	if st := p.Bind(ctx, cs, stranger, "n1"); !st.IsSkip() {

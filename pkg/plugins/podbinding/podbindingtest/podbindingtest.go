@@ -1,14 +1,29 @@
 // Package podbindingtest helps unit tests of plugins that bind with
-// podbinding: a plugin list for a fake handle, and the Bindings a fake
-// clientset was sent.
+// podbinding: a framework handle with a fake clientset and a bind list, and
+// what that clientset was sent.
 package podbindingtest
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 )
+
+// Handle is the part of a framework handle podbinding uses: the clientset,
+// no API dispatcher, and the profile's bind list (none: DefaultBinder alone,
+// so podbinding.Carried is false). Embed it to add more.
+type Handle struct {
+	fwk.Handle
+	Client *fake.Clientset
+	Bind   []string
+}
+
+func (h *Handle) ClientSet() kubernetes.Interface { return h.Client }
+func (h *Handle) APICacher() fwk.APICacher        { return nil }
+func (h *Handle) ListPlugins() *config.Plugins    { return Plugins(h.Bind...) }
 
 // Plugins is a profile whose bind list is bind, in order: what a fake
 // handle's ListPlugins returns.
