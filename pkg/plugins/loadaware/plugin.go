@@ -163,9 +163,25 @@ type podState struct {
 	// stale is the update time before which a NodeMetric has expired, fixed
 	// for the cycle: reading the clock for every node costs more than the rest.
 	stale time.Time
+	// holds is the pod's reservation.Holds, read from the cycle state by
+	// the first Filter or Score that needs it (Reservation's PreFilter may
+	// run after this plugin's): one read per cycle instead of one per node.
+	holds atomic.Pointer[holdsRef]
 }
 
+type holdsRef struct{ reservation.Holds }
+
 func (s *podState) Clone() fwk.StateData { return s }
+
+// reservations is the pod's Holds, nil without the Reservation plugin.
+func (s *podState) reservations(state fwk.CycleState) reservation.Holds {
+	if h := s.holds.Load(); h != nil {
+		return h.Holds
+	}
+	h := &holdsRef{reservation.HoldsOf(state)}
+	s.holds.Store(h)
+	return h.Holds
+}
 
 func (p *Plugin) computePodState(pod *corev1.Pod) *podState {
 	s := &podState{
@@ -230,7 +246,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	alloc := nodeInfo.GetAllocatable()
 	var buf [maxResources]int64
 	podEst := s.estimate
-	if holds := reservation.HoldsOf(state); holds != nil {
+	if holds := s.reservations(state); holds != nil {
 		// Most nodes pass even if they held the most any node's
 		// reservations hold: then this node's own need not be looked up.
 		if milliCPU, memory, _ := holds.Most(); milliCPU > 0 || memory > 0 {
@@ -238,7 +254,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 			if p.over(est.filterUsage, worst, usage, alloc) < 0 && (!s.prod || !hasAny(prod) || p.over(est.prodUsage, worst, prod, alloc) < 0) {
 				return nil
 			}
-			podEst = p.withReservations(state, node.Name, s.estimate, buf[:0])
+			podEst = p.withReservations(holds, node.Name, s.estimate, buf[:0])
 		}
 	}
 	if st := p.check(est.filterUsage, podEst, usage, alloc, ""); st != nil {
@@ -259,8 +275,7 @@ const maxResources = 8
 // ran there already: their owners are coming, and a node filled up to its
 // thresholds meanwhile would turn them away. Nodes without reservations
 // cost nothing. The sum goes into buf (allocated only past maxResources).
-func (p *Plugin) withReservations(state fwk.CycleState, node string, est vector, buf vector) vector {
-	holds := reservation.HoldsOf(state)
+func (p *Plugin) withReservations(holds reservation.Holds, node string, est vector, buf vector) vector {
 	if holds == nil {
 		return est
 	}
@@ -374,7 +389,7 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 	}
 	alloc := nodeInfo.GetAllocatable()
 	var buf [maxResources]int64
-	podEst := p.withReservations(state, nodeInfo.Node().Name, s.estimate, buf[:0])
+	podEst := p.withReservations(s.reservations(state), nodeInfo.Node().Name, s.estimate, buf[:0])
 	var total int64
 	for i, w := range p.weights {
 		if w == 0 {

@@ -36,6 +36,7 @@ const stateKey = reservation.HoldsStateKey
 var (
 	_ fwk.PreFilterPlugin   = &Plugin{}
 	_ fwk.FilterPlugin      = &Plugin{}
+	_ fwk.PreScorePlugin    = &Plugin{}
 	_ fwk.ScorePlugin       = &Plugin{}
 	_ fwk.ReservePlugin     = &Plugin{}
 	_ fwk.PreBindPlugin     = &Plugin{}
@@ -302,6 +303,14 @@ func (s *podState) Most() (milliCPU, memory int64, pinned bool) {
 	return m.milliCPU, m.memory, m.pinned
 }
 
+// fitsBesideMost says whether the pod's request fits in a node's free CPU and
+// memory even beside the most any node's reservations hold.
+func (s *podState) fitsBesideMost(freeMilliCPU, freeMemory int64) bool {
+	m := s.cache.most.Load()
+	return (m.milliCPU == 0 || s.reqMilliCPU <= freeMilliCPU-m.milliCPU) &&
+		(m.memory == 0 || s.reqMemory <= freeMemory-m.memory)
+}
+
 func getState(cs fwk.CycleState) *podState {
 	v, err := cs.Read(stateKey)
 	if err != nil {
@@ -352,6 +361,14 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	if s == nil {
 		return fwk.AsStatus(fmt.Errorf("%s: no PreFilter state", Name))
 	}
+	alloc, used := ni.GetAllocatable(), ni.GetRequested()
+	freeMilliCPU, freeMemory := alloc.GetMilliCPU()-used.GetMilliCPU(), alloc.GetMemory()-used.GetMemory()
+	if !s.required && s.fitsBesideMost(freeMilliCPU, freeMemory) {
+		// No node holds more against the pod than the most any holds, and
+		// an owner needs at most its request from the node: the node's own
+		// reservations need not be looked up.
+		return nil
+	}
 	n := s.on(ni.Node().Name)
 	if n == nil {
 		if s.required {
@@ -372,9 +389,17 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	if c.use != nil {
 		reqMilliCPU, reqMemory = c.excessMilliCPU, c.excessMemory
 	}
-	alloc, used := ni.GetAllocatable(), ni.GetRequested()
-	if ok, why := fitsBeside(alloc.GetMilliCPU()-used.GetMilliCPU(), alloc.GetMemory()-used.GetMemory(), c, reqMilliCPU, reqMemory); !ok {
+	if ok, why := fitsBeside(freeMilliCPU, freeMemory, c, reqMilliCPU, reqMemory); !ok {
 		return fwk.NewStatus(fwk.Unschedulable, why)
+	}
+	return nil
+}
+
+// PreScore skips Score for pods that can consume no reservation (placeholders
+// and pods owning none): they would score 0 on every node.
+func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	if s := getState(cs); s == nil || s.placeholder || !s.mayOwn {
+		return fwk.NewStatus(fwk.Skip)
 	}
 	return nil
 }

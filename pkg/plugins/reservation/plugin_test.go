@@ -81,6 +81,47 @@ func TestHoldAgainstNonOwners(t *testing.T) {
 	}
 }
 
+// A node is judged by what its own reservations hold when the pod does not
+// fit beside the most any node holds: n1 holds 2 CPUs, n2 only 1.
+func TestFilterBesideTheMostHeld(t *testing.T) {
+	p := testPlugin(withOwners(available("r1", "n1", "2"), "web"), withOwners(available("r2", "n2", "1"), "web"))
+	n2 := nodeInfo("1")
+	n2.Node().Name = "n2"
+	if _, st := run(t, p, appPod("batch-1", "batch", "2"), n2); !st.IsSuccess() {
+		t.Errorf("2 CPUs on n2 (3 free, 1 held): %v", st)
+	}
+	if _, st := run(t, p, appPod("batch-2", "batch", "2500m"), n2); st.IsSuccess() || !strings.Contains(st.Message(), "reservations hold 1000m of the node's 3000m free CPU, the pod needs 2500m") {
+		t.Errorf("2.5 CPUs on n2 (3 free, 1 held): %v", st)
+	}
+	if _, st := run(t, p, appPod("batch-3", "batch", "2"), nodeInfo("1")); st.IsSuccess() {
+		t.Error("2 CPUs on n1 (3 free, 2 held) passed")
+	}
+	// An owner that cannot fit beside the most still gets its reservation.
+	if _, st := run(t, p, appPod("web-1", "web", "2"), nodeInfo("1")); !st.IsSuccess() {
+		t.Errorf("owner of r1 on n1: %v", st)
+	}
+}
+
+// Score runs only for pods that may consume a reservation.
+func TestPreScoreSkipsNonOwners(t *testing.T) {
+	p := testPlugin(withOwners(available("r1", "n1", "2"), "web"))
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		skip bool
+	}{
+		{appPod("web-1", "web", "1"), false},
+		{appPod("batch-1", "batch", "1"), true},
+	} {
+		cs, st := run(t, p, tc.pod, nodeInfo())
+		if !st.IsSuccess() {
+			t.Fatalf("%s: %v", tc.pod.Name, st)
+		}
+		if st := p.PreScore(context.Background(), cs, tc.pod, nil); st.IsSkip() != tc.skip {
+			t.Errorf("%s: PreScore %v, want skip %v", tc.pod.Name, st, tc.skip)
+		}
+	}
+}
+
 func TestReserveAccounting(t *testing.T) {
 	p := testPlugin(withOwners(available("r1", "n1", "2"), "web"))
 	ni := nodeInfo()
