@@ -2,6 +2,7 @@ package reservation
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -67,6 +68,24 @@ func HoldsOf(cs fwk.CycleState) Holds {
 	}
 	h, _ := d.(Holds)
 	return h
+}
+
+// HoldsOnce reads a cycle's Holds from the cycle state once, for a plugin
+// that needs it on every node: the plugin keeps one in its own per-cycle
+// state (the Reservation plugin's PreFilter may run after the plugin's own,
+// so it cannot be read there). The zero value is ready.
+type HoldsOnce struct{ p atomic.Pointer[holdsRef] }
+
+type holdsRef struct{ Holds }
+
+// Get is HoldsOf(cs), read on the first call.
+func (o *HoldsOnce) Get(cs fwk.CycleState) Holds {
+	if h := o.p.Load(); h != nil {
+		return h.Holds
+	}
+	h := &holdsRef{HoldsOf(cs)}
+	o.p.Store(h)
+	return h.Holds
 }
 
 // Pinning reads the CPUs and per-NUMA-node memory a reservation was given

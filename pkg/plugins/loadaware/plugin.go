@@ -160,34 +160,23 @@ type podState struct {
 	estimate  vector
 	prod      bool
 	daemonSet bool
-	// stale is the update time before which a NodeMetric has expired, fixed
-	// for the cycle: reading the clock for every node costs more than the rest.
-	stale time.Time
-	// holds is the pod's reservation.Holds, read from the cycle state by
-	// the first Filter or Score that needs it (Reservation's PreFilter may
-	// run after this plugin's): one read per cycle instead of one per node.
-	holds atomic.Pointer[holdsRef]
+	// stale is the update time (Unix nanoseconds) before which a NodeMetric
+	// has expired, fixed for the cycle: reading the clock for every node
+	// costs more than the rest.
+	stale int64
+	// holds is the pod's reservation.Holds, read once per cycle instead
+	// of once per node.
+	holds reservation.HoldsOnce
 }
-
-type holdsRef struct{ reservation.Holds }
 
 func (s *podState) Clone() fwk.StateData { return s }
 
-// reservations is the pod's Holds, nil without the Reservation plugin.
-func (s *podState) reservations(state fwk.CycleState) reservation.Holds {
-	if h := s.holds.Load(); h != nil {
-		return h.Holds
-	}
-	h := &holdsRef{reservation.HoldsOf(state)}
-	s.holds.Store(h)
-	return h.Holds
-}
 
 func (p *Plugin) computePodState(pod *corev1.Pod) *podState {
 	s := &podState{
 		estimate: estimatePod(pod, p.resources, p.args.EstimatedScalingFactors),
 		prod:     extension.PodPriorityClass(pod.Spec.Priority) == extension.PriorityProd,
-		stale:    p.now().Add(-p.expiration),
+		stale:    p.now().Add(-p.expiration).UnixNano(),
 	}
 	for _, ref := range pod.OwnerReferences {
 		if ref.Controller != nil && *ref.Controller && ref.Kind == "DaemonSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String() {
@@ -235,7 +224,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	}
 	if p.expired(s, est) {
 		if p.args.FilterExpiredNodeMetrics && !p.args.EnableScheduleWhenNodeMetricsExpired {
-			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node metric of %s expired (updated %s ago)", node.Name, p.now().Sub(est.updateTime).Round(time.Second)))
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node metric of %s expired (updated %s ago)", node.Name, p.now().Sub(est.updateTime()).Round(time.Second)))
 		}
 		return nil
 	}
@@ -246,22 +235,22 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	alloc := nodeInfo.GetAllocatable()
 	var buf [maxResources]int64
 	podEst := s.estimate
-	if holds := s.reservations(state); holds != nil {
+	if holds := s.holds.Get(state); holds != nil {
 		// Most nodes pass even if they held the most any node's
 		// reservations hold: then this node's own need not be looked up.
 		if milliCPU, memory, _ := holds.Most(); milliCPU > 0 || memory > 0 {
 			worst := p.addHeld(s.estimate, milliCPU, memory, buf[:0])
-			if p.over(est.filterUsage, worst, usage, alloc) < 0 && (!s.prod || !hasAny(prod) || p.over(est.prodUsage, worst, prod, alloc) < 0) {
+			if p.over(est, filterUsage, worst, usage, alloc) < 0 && (!s.prod || !hasAny(prod) || p.over(est, prodUsage, worst, prod, alloc) < 0) {
 				return nil
 			}
 			podEst = p.withReservations(holds, node.Name, s.estimate, buf[:0])
 		}
 	}
-	if st := p.check(est.filterUsage, podEst, usage, alloc, ""); st != nil {
+	if st := p.check(est, filterUsage, podEst, usage, alloc, ""); st != nil {
 		return st
 	}
 	if s.prod && hasAny(prod) {
-		return p.check(est.prodUsage, podEst, prod, alloc, "prod ")
+		return p.check(est, prodUsage, podEst, prod, alloc, "prod ")
 	}
 	return nil
 }
@@ -317,13 +306,14 @@ func hasAny(v []int64) bool {
 	return false
 }
 
-// check compares (usage + pod) against thresholds, in percent of allocatable.
-func (p *Plugin) check(usage, pod vector, thresholds []int64, alloc fwk.Resource, kind string) *fwk.Status {
-	i := p.over(usage, pod, thresholds, alloc)
+// check compares the node's usage of the given kind plus the pod against
+// thresholds, in percent of allocatable.
+func (p *Plugin) check(est *nodeEstimate, usage int, pod vector, thresholds []int64, alloc fwk.Resource, kind string) *fwk.Status {
+	i := p.over(est, usage, pod, thresholds, alloc)
 	if i < 0 {
 		return nil
 	}
-	a, used := allocatable(alloc, p.resources[i]), usage[i]+pod[i]
+	a, used := allocatable(alloc, p.resources[i]), est.get(i, usage)+pod[i]
 	// No '%' in the reason: kube-scheduler uses it as the format string of
 	// the FailedScheduling event.
 	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node %s%s usage would be %d percent of allocatable, over the %d percent threshold",
@@ -332,7 +322,7 @@ func (p *Plugin) check(usage, pod vector, thresholds []int64, alloc fwk.Resource
 
 // over is the first resource whose usage with the pod would exceed its
 // threshold, -1 when none would.
-func (p *Plugin) over(usage, pod vector, thresholds []int64, alloc fwk.Resource) int {
+func (p *Plugin) over(est *nodeEstimate, usage int, pod vector, thresholds []int64, alloc fwk.Resource) int {
 	for i, t := range thresholds {
 		if t <= 0 {
 			continue
@@ -341,7 +331,7 @@ func (p *Plugin) over(usage, pod vector, thresholds []int64, alloc fwk.Resource)
 		if a <= 0 {
 			continue
 		}
-		if (usage[i]+pod[i])*100 > t*a {
+		if (est.get(i, usage)+pod[i])*100 > t*a {
 			return i
 		}
 	}
@@ -361,7 +351,7 @@ func allocatable(r fwk.Resource, name corev1.ResourceName) int64 {
 }
 
 func (p *Plugin) expired(s *podState, est *nodeEstimate) bool {
-	return p.expiration > 0 && est.updateTime.Before(s.stale)
+	return p.expiration > 0 && est.updated < s.stale
 }
 
 // PreScore makes sure the pod state exists when Filter was skipped.
@@ -383,13 +373,13 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 	if p.expired(s, est) {
 		return 0, nil
 	}
-	usage := est.scoreUsage
+	usage := scoreUsage
 	if s.prod && p.args.ScoreAccordingProdUsage {
-		usage = est.prodUsage
+		usage = prodUsage
 	}
 	alloc := nodeInfo.GetAllocatable()
 	var buf [maxResources]int64
-	podEst := p.withReservations(s.reservations(state), nodeInfo.Node().Name, s.estimate, buf[:0])
+	podEst := p.withReservations(s.holds.Get(state), nodeInfo.Node().Name, s.estimate, buf[:0])
 	var total int64
 	for i, w := range p.weights {
 		if w == 0 {
@@ -399,7 +389,7 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 		if a <= 0 {
 			continue
 		}
-		used := min(usage[i]+podEst[i], a)
+		used := min(est.get(i, usage)+podEst[i], a)
 		score := (a - used) * fwk.MaxNodeScore / a
 		if p.args.ScoringStrategy == config.MostUsed {
 			score = used * fwk.MaxNodeScore / a

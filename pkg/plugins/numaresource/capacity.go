@@ -16,13 +16,15 @@ type NUMACapacity struct {
 	FreeCores int
 	// FreeCPUs counts available logical CPUs.
 	FreeCPUs int
+	// Cores and CPUs are the NUMA node's totals.
+	Cores, CPUs int
 }
 
 // Capacity summarises available per NUMA node, in NUMA id order.
 func (t *Topology) Capacity(available cpuset.CPUSet) []NUMACapacity {
 	caps := make([]NUMACapacity, 0, len(t.numaIDs))
 	for _, id := range t.numaIDs {
-		c := NUMACapacity{ID: id, Socket: t.numaSocket[id]}
+		c := NUMACapacity{ID: id, Socket: t.numaSocket[id], Cores: len(t.numaCores[id]), CPUs: t.numaCPUs[id].Size()}
 		for _, k := range t.numaCores[id] {
 			free := 0
 			for _, cpu := range t.coreCPUs[k] {

@@ -83,7 +83,15 @@ func FuzzPodAndNodePolicies(f *testing.F) {
 			return
 		}
 		n := node("n", map[string]string{extension.LabelNodeCPUBindPolicy: nodeBind, extension.LabelNodeNUMATopologyPolicy: nodeNUMA})
-		b, binds, err := req.on(n)
+		b, binds, err := req.on(n, nil)
+		// A view's memo answers as parsing does, first and second time.
+		view := &NodeView{policies: &policyMemo{}}
+		for range 2 {
+			mb, mbinds, merr := req.on(n, view)
+			if mb != b || mbinds != binds || (merr == nil) != (err == nil) {
+				t.Fatalf("with the memo: %v %v %v, parsed: %v %v %v", mb, mbinds, merr, b, binds, err)
+			}
+		}
 		if err != nil {
 			msg := err.Error()
 			if !strings.Contains(msg, "label ") {
@@ -101,4 +109,25 @@ func FuzzPodAndNodePolicies(f *testing.F) {
 			t.Fatalf("binds by %q", b.policy)
 		}
 	})
+}
+
+// A relabelled node is a new Node object: its view's memo reads the labels
+// anew, including a malformed value, which names the label.
+func TestPoliciesFollowTheNodeObject(t *testing.T) {
+	req, err := newPodRequest(lsr("p", "2", "1Gi", nil), extension.CPUBindPolicyFullPCPUs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := &NodeView{policies: &policyMemo{}}
+	if b, _, err := req.on(node("n", nil), view); err != nil || b.policy != extension.CPUBindPolicyFullPCPUs {
+		t.Fatalf("unlabelled node: %v %v", b, err)
+	}
+	spread := node("n", map[string]string{extension.LabelNodeCPUBindPolicy: string(extension.NodeCPUBindPolicySpreadByPCPUs)})
+	if b, _, err := req.on(spread, view); err != nil || b.policy != extension.CPUBindPolicySpreadByPCPUs {
+		t.Fatalf("node relabelled SpreadByPCPUs: %v %v", b, err)
+	}
+	bad := node("n", map[string]string{extension.LabelNodeNUMATopologyPolicy: "Sometimes"})
+	if _, _, err := req.on(bad, view); err == nil || !strings.Contains(err.Error(), extension.LabelNodeNUMATopologyPolicy) {
+		t.Fatalf("malformed label: %v", err)
+	}
 }

@@ -225,6 +225,8 @@ type podState struct {
 	// topology or CPUs: the pod is then remembered once per cycle, not once
 	// per node (Filter runs on many nodes in parallel).
 	turnedAway atomic.Bool
+	// holds is the pod's reservation.Holds, read once per cycle.
+	holds reservation.HoldsOnce
 }
 
 func (s *podState) Clone() fwk.StateData { return s }
@@ -275,19 +277,20 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 		return status
 	}
 	req := st.req
-	b, binds, err := req.on(nodeInfo.Node())
+	node := nodeInfo.Node()
+	view, viewErr := p.state.View(node.Name)
+	b, binds, err := req.on(node, view)
 	if err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	if !binds {
 		return nil
 	}
-	view, err := p.state.View(nodeInfo.Node().Name)
-	if err != nil {
+	if viewErr != nil {
 		p.turnAway(st, pod)
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, viewErr.Error())
 	}
-	view, _ = p.forPod(cs, nodeInfo.Node().Name, view)
+	view, _ = p.forPod(st, cs, node.Name, view)
 	if _, err := fit(view, req, b, false); err != nil {
 		p.turnAway(st, pod)
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
@@ -394,7 +397,7 @@ func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, n
 	}
 	req := st.req
 	for _, n := range nodes {
-		if _, binds, err := req.on(n.Node()); err == nil && binds {
+		if _, binds, err := req.on(n.Node(), nil); err == nil && binds {
 			return nil
 		}
 	}
@@ -410,15 +413,16 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 		return 0, status
 	}
 	req := st.req
-	b, binds, err := req.on(nodeInfo.Node())
-	if err != nil || !binds {
-		return 0, nil
-	}
-	view, err := p.state.View(nodeInfo.Node().Name)
+	node := nodeInfo.Node()
+	view, err := p.state.View(node.Name)
 	if err != nil {
 		return 0, nil
 	}
-	view, _ = p.forPod(cs, nodeInfo.Node().Name, view)
+	b, binds, err := req.on(node, view)
+	if err != nil || !binds {
+		return 0, nil
+	}
+	view, _ = p.forPod(st, cs, node.Name, view)
 	pl, err := fit(view, req, b, p.numaScore.most)
 	if err != nil {
 		return 0, nil
@@ -430,17 +434,13 @@ func (p *Plugin) scoreNode(view *NodeView, b binding, r *podRequest) int64 {
 	s := p.nodeScore
 	var sum, weights int64
 	if s.cpuWeight > 0 {
-		capacity := int64(view.Allocatable.Size())
-		used := capacity - int64(view.Available.Size())
+		capacity := int64(view.allocatableCPUs)
+		used := capacity - int64(view.availableCPUs)
 		sum += s.cpuWeight * s.fraction(capacity, used, int64(b.count))
 		weights += s.cpuWeight
 	}
 	if s.memWgt > 0 && view.MemoryTotal > 0 {
-		used := view.MemoryTotal
-		for _, free := range view.MemoryFree {
-			used -= free
-		}
-		sum += s.memWgt * s.fraction(view.MemoryTotal, used, r.memory)
+		sum += s.memWgt * s.fraction(view.MemoryTotal, view.memoryUsed, r.memory)
 		weights += s.memWgt
 	}
 	if weights == 0 {
@@ -459,9 +459,9 @@ func (p *Plugin) scoreNUMA(topo *Topology, pl placement) int64 {
 	}
 	best := int64(0)
 	for _, c := range pl.caps {
-		have, size := int64(c.FreeCPUs), int64(topo.NUMACPUs(c.ID).Size())
+		have, size := int64(c.FreeCPUs), int64(c.CPUs)
 		if full {
-			have, size = int64(c.FreeCores), int64(topo.NUMACores(c.ID))
+			have, size = int64(c.FreeCores), int64(c.Cores)
 		}
 		if have < need {
 			continue
@@ -486,7 +486,7 @@ func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	b, binds, err := req.on(nodeInfo.Node())
+	b, binds, err := req.on(nodeInfo.Node(), nil)
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
@@ -497,7 +497,7 @@ func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	view, own := p.forPod(cs, nodeName, view)
+	view, own := p.forPod(st, cs, nodeName, view)
 	var cpus cpuset.CPUSet
 	if own != nil {
 		// An owner takes the CPUs its reservation pinned first.

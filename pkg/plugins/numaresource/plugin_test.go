@@ -232,35 +232,35 @@ func TestNodePolicies(t *testing.T) {
 		}
 		return r
 	}
-	if b, ok, err := ls().on(full); err != nil || !ok || b.policy != extension.CPUBindPolicyFullPCPUs {
+	if b, ok, err := ls().on(full, nil); err != nil || !ok || b.policy != extension.CPUBindPolicyFullPCPUs {
 		t.Errorf("LS pod with 2 CPUs on a FullPCPUsOnly node: %+v, %v; want FullPCPUs", b, err)
 	}
-	if b, ok, _ := ls().on(node("plain", nil)); ok {
+	if b, ok, _ := ls().on(node("plain", nil), nil); ok {
 		t.Errorf("LS pod on a plain node binds: %+v", b)
 	}
-	if b, ok, _ := ls().on(spreadNode); !ok || b.policy != extension.CPUBindPolicySpreadByPCPUs {
+	if b, ok, _ := ls().on(spreadNode, nil); !ok || b.policy != extension.CPUBindPolicySpreadByPCPUs {
 		t.Errorf("on a SpreadByPCPUs node: %+v", b)
 	}
 	be, _ := newPodRequest(withQoS(lsr("p", "2", "", nil), "BE"), extension.CPUBindPolicyFullPCPUs)
-	if b, ok, _ := be.on(full); ok {
+	if b, ok, _ := be.on(full, nil); ok {
 		t.Errorf("BE pod binds on a FullPCPUsOnly node: %+v", b)
 	}
 	required, _ := newPodRequest(lsr("p", "2", "", map[string]string{extension.AnnotationResourceSpec: `{"requiredCPUBindPolicy":"SpreadByPCPUs"}`}), extension.CPUBindPolicyFullPCPUs)
-	if _, _, err := required.on(full); err == nil || !strings.Contains(err.Error(), "requires SpreadByPCPUs") || !strings.Contains(err.Error(), "node.koordinator.sh/cpu-bind-policy=FullPCPUsOnly") {
+	if _, _, err := required.on(full, nil); err == nil || !strings.Contains(err.Error(), "requires SpreadByPCPUs") || !strings.Contains(err.Error(), "node.koordinator.sh/cpu-bind-policy=FullPCPUsOnly") {
 		t.Errorf("required policy vs node policy: %v", err)
 	}
-	if _, _, err := ls().on(bad); err == nil || !strings.Contains(err.Error(), "label node.koordinator.sh/cpu-bind-policy") {
+	if _, _, err := ls().on(bad, nil); err == nil || !strings.Contains(err.Error(), "label node.koordinator.sh/cpu-bind-policy") {
 		t.Errorf("malformed node label: %v", err)
 	}
 	restricted, _ := newPodRequest(lsr("p", "2", "", map[string]string{extension.AnnotationNUMATopologySpec: `{"numaTopologyPolicy":"Restricted"}`}), extension.CPUBindPolicyFullPCPUs)
-	if _, _, err := restricted.on(single); err == nil || !strings.Contains(err.Error(), "NUMA policy Restricted") || !strings.Contains(err.Error(), "SingleNUMANode (label node.koordinator.sh/numa-topology-policy)") {
+	if _, _, err := restricted.on(single, nil); err == nil || !strings.Contains(err.Error(), "NUMA policy Restricted") || !strings.Contains(err.Error(), "SingleNUMANode (label node.koordinator.sh/numa-topology-policy)") {
 		t.Errorf("pod vs node NUMA policy: %v", err)
 	}
-	if b, ok, _ := ls().on(single); ok {
+	if b, ok, _ := ls().on(single, nil); ok {
 		t.Errorf("a NUMA policy alone does not make a pod bind: %+v", b)
 	}
 	lsrReq, _ := newPodRequest(lsr("p", "2", "", nil), extension.CPUBindPolicyFullPCPUs)
-	if b, ok, _ := lsrReq.on(single); !ok || b.numaPolicy != extension.NUMATopologyPolicySingleNUMANode {
+	if b, ok, _ := lsrReq.on(single, nil); !ok || b.numaPolicy != extension.NUMATopologyPolicySingleNUMANode {
 		t.Errorf("node NUMA policy applies to binding pods: %+v", b)
 	}
 }

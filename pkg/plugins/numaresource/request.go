@@ -2,6 +2,7 @@ package numaresource
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -100,11 +101,14 @@ type binding struct {
 // there. The error says why it cannot be placed on the node at all (a policy
 // conflict or a malformed node label). Values, not pointers: this runs for
 // every node in Filter and Score.
-func (r *podRequest) on(node *corev1.Node) (b binding, ok bool, err error) {
-	nodeNUMA, err := extension.GetNodeNUMATopologyPolicy(node.Labels)
-	if err != nil {
-		return b, false, err
+// view, when not nil, is the node's view, which remembers the node's
+// policies for the Node object it last read them from.
+func (r *podRequest) on(node *corev1.Node, view *NodeView) (b binding, ok bool, err error) {
+	pol := policiesOf(node, view)
+	if pol.err != nil {
+		return b, false, pol.err
 	}
+	nodeNUMA, nodeBind := pol.numa, pol.bind
 	numa := r.numaPolicy
 	if numa != extension.NUMATopologyPolicyNone && nodeNUMA != extension.NUMATopologyPolicyNone && numa != nodeNUMA {
 		return b, false, fmt.Errorf("the pod's NUMA policy %s (annotation %s) conflicts with the node's %s (label %s)",
@@ -112,10 +116,6 @@ func (r *podRequest) on(node *corev1.Node) (b binding, ok bool, err error) {
 	}
 	if numa == extension.NUMATopologyPolicyNone {
 		numa = nodeNUMA
-	}
-	nodeBind, err := extension.GetNodeCPUBindPolicy(node.Labels)
-	if err != nil {
-		return b, false, err
 	}
 	policy := r.policy
 	if nodeBind != extension.NodeCPUBindPolicyNone && r.qos != extension.QoSBE && r.integerCPUs() {
@@ -133,4 +133,35 @@ func (r *podRequest) on(node *corev1.Node) (b binding, ok bool, err error) {
 		return b, false, nil
 	}
 	return binding{policy: policy, count: int(r.cpuMilli / 1000), numaPolicy: numa}, true, nil
+}
+
+// nodePolicies are a node's NUMA topology and CPU bind policy labels, parsed.
+type nodePolicies struct {
+	node *corev1.Node // the object they were read from
+	numa extension.NUMATopologyPolicy
+	bind extension.NodeCPUBindPolicy
+	err  error
+}
+
+// policyMemo keeps the last nodePolicies a node's view parsed: Filter and
+// Score ask for every binding pod, and reading the labels map of every node
+// costs more than the rest of the decision (a cache miss per node). Nodes
+// change their labels rarely; a new Node object is parsed anew.
+type policyMemo struct{ last atomic.Pointer[nodePolicies] }
+
+func policiesOf(node *corev1.Node, view *NodeView) nodePolicies {
+	if view != nil && view.policies != nil {
+		if p := view.policies.last.Load(); p != nil && p.node == node {
+			return *p
+		}
+	}
+	p := nodePolicies{node: node}
+	p.numa, p.err = extension.GetNodeNUMATopologyPolicy(node.Labels)
+	if p.err == nil {
+		p.bind, p.err = extension.GetNodeCPUBindPolicy(node.Labels)
+	}
+	if view != nil && view.policies != nil {
+		view.policies.last.Store(&p)
+	}
+	return p
 }

@@ -16,8 +16,8 @@ import (
 // view of just the reservation it consumes, what Reserve takes from first so
 // that the owner receives the very CPUs held for it. Nodes without pinned
 // reservations keep their shared view, at no cost.
-func (p *Plugin) forPod(cs fwk.CycleState, node string, view *NodeView) (v, own *NodeView) {
-	holds := reservation.HoldsOf(cs)
+func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node string, view *NodeView) (v, own *NodeView) {
+	holds := st.holds.Get(cs)
 	if holds == nil {
 		return view, nil
 	}
@@ -47,6 +47,7 @@ func (p *Plugin) forPod(cs fwk.CycleState, node string, view *NodeView) (v, own 
 	}
 	narrowed.Available = view.Available.Difference(taken)
 	narrowed.Caps = view.Topo.Capacity(narrowed.Available)
+	narrowed.count()
 	if use == nil || use.CPUs.IsEmpty() {
 		return &narrowed, nil
 	}
@@ -54,6 +55,7 @@ func (p *Plugin) forPod(cs fwk.CycleState, node string, view *NodeView) (v, own 
 	mine.Available = view.Available.Intersection(use.CPUs)
 	mine.Caps = view.Topo.Capacity(mine.Available)
 	mine.MemoryFree = p.unusedMemory(node, use)
+	mine.count()
 	return &narrowed, &mine
 }
 

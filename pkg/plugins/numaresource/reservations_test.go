@@ -58,7 +58,7 @@ func TestReservationPinnedCPUs(t *testing.T) {
 	// reservation pinned on its NUMA node either.
 	numa := f.p.state.nodes["n1"].topo.NUMANodeOf(pinned.CPUs.List()[0])
 	view, _ := f.p.state.View("n1")
-	narrowed, own := f.p.forPod(withHolds(f.holds), "n1", view)
+	narrowed, own := f.p.forPod(&podState{}, withHolds(f.holds), "n1", view)
 	if own != nil || narrowed.MemoryFree[numa] != view.MemoryFree[numa]-2*gi {
 		t.Errorf("non-owner sees %d bytes free on NUMA node %d, want %d", narrowed.MemoryFree[numa], numa, view.MemoryFree[numa]-2*gi)
 	}

@@ -84,6 +84,13 @@ type NodeView struct {
 	MemoryFree map[int]int64
 	// MemoryTotal is the memory of all NUMA nodes.
 	MemoryTotal int64
+
+	// Counted once per view for Score, which runs for every binding pod
+	// on every node: allocatable and available CPUs, memory given to pods.
+	allocatableCPUs, availableCPUs int
+	memoryUsed                     int64
+	// policies remembers the node's policy labels (see podRequest.on).
+	policies *policyMemo
 }
 
 // NewState returns an empty state.
@@ -345,7 +352,18 @@ func (n *nodeState) buildView() *NodeView {
 		}
 	}
 	v.PCPUExclusive = cpuset.New(pcpu...)
+	v.count()
+	v.policies = &policyMemo{}
 	return v
+}
+
+// count fills in the figures Score reads from v's sets and maps.
+func (v *NodeView) count() {
+	v.allocatableCPUs, v.availableCPUs = v.Allocatable.Size(), v.Available.Size()
+	v.memoryUsed = v.MemoryTotal
+	for _, free := range v.MemoryFree {
+		v.memoryUsed -= free
+	}
 }
 
 // Allocatable is what a node can hand out at all: its CPUs less kubelet's

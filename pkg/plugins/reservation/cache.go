@@ -70,8 +70,11 @@ type mostHeld struct {
 // all such pods, so made once per change instead of once per pod and node.
 // Read-only once published.
 type nodeSummary struct {
-	views    []View
-	stranger *nodeChoice
+	// heldMilliCPU and heldMemory are stranger's totals, here too so that
+	// LoadAwareScheduling's Held for most pods reads this object only.
+	heldMilliCPU, heldMemory int64
+	views                    []View
+	stranger                 *nodeChoice
 }
 
 // owns says whether pod is an owner of any of the node's reservations.
@@ -130,7 +133,7 @@ func (c *Cache) summarizeLocked(node string) {
 		stranger.c.hold(&views[i])
 	}
 	stranger.once.Do(func() { stranger.use, stranger.held = holdsOf(views, nil) })
-	c.summaries.Set(node, &nodeSummary{views: views, stranger: stranger})
+	c.summaries.Set(node, &nodeSummary{views: views, stranger: stranger, heldMilliCPU: stranger.c.heldMilliCPU, heldMemory: stranger.c.heldMemory})
 	c.updateMostLocked()
 }
 

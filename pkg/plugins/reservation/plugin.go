@@ -284,6 +284,12 @@ func (s *podState) On(node string) (*reservation.Hold, []reservation.Hold) {
 // running total, made when the choice was.
 func (s *podState) Held(node string) (milliCPU, memory int64) {
 	if s.reserved == nil || s.reservedNode != node {
+		if !s.mayOwn || s.placeholder {
+			if sum := s.cache.summary(node); sum != nil {
+				return sum.heldMilliCPU, sum.heldMemory
+			}
+			return 0, 0
+		}
 		if n := s.on(node); n != nil {
 			return n.c.heldMilliCPU, n.c.heldMemory
 		}

@@ -218,6 +218,9 @@ func TestHoldsForOtherPlugins(t *testing.T) {
 	if u, h := holds.On("n2"); u != nil || h != nil {
 		t.Errorf("a node without reservations: %v %v", u, h)
 	}
+	if cpu, _ := holds.Held("n1"); cpu != 1000 {
+		t.Errorf("owner: %dm held against it, want 1000m (plain)", cpu)
+	}
 	// After Reserve it is the reservation taken, and it counts the owner.
 	if s := p.Reserve(ctx, cs, appPod("db-0", "db", "2"), "n1"); !s.IsSuccess() {
 		t.Fatal(s.AsError())
@@ -229,6 +232,12 @@ func TestHoldsForOtherPlugins(t *testing.T) {
 	cs, _ = run(t, p, appPod("other", "batch", "1"), nodeInfo())
 	if use, held := reservation.HoldsOf(cs).On("n1"); use != nil || len(held) != 2 {
 		t.Errorf("a stranger: use %v, held %d, want none and both", use, len(held))
+	}
+	if cpu, _ := reservation.HoldsOf(cs).Held("n1"); cpu != 1000 {
+		t.Errorf("a stranger: %dm held against it, want 1000m (plain; pinned is used up)", cpu)
+	}
+	if cpu, _ := reservation.HoldsOf(cs).Held("n2"); cpu != 0 {
+		t.Errorf("a stranger on a node without reservations: %dm held", cpu)
 	}
 
 	// A malformed resource-status names the key and keeps what was pinned.
