@@ -171,7 +171,6 @@ type podState struct {
 
 func (s *podState) Clone() fwk.StateData { return s }
 
-
 func (p *Plugin) computePodState(pod *corev1.Pod) *podState {
 	s := &podState{
 		estimate: estimatePod(pod, p.resources, p.args.EstimatedScalingFactors),
