@@ -324,12 +324,20 @@ func (s *State) View(node string) (*NodeView, error) {
 }
 
 func (n *nodeState) buildView() *NodeView {
-	v := &NodeView{
+	// The memo is allocated with the view, so that checking it touches the
+	// view's memory, which Filter and Score read next anyway.
+	block := &struct {
+		view NodeView
+		memo policyMemo
+	}{}
+	v := &block.view
+	*v = NodeView{
 		Info:          n.info,
 		Topo:          n.topo,
 		Allocatable:   Allocatable(n.info),
 		NUMAExclusive: map[int]bool{},
 		MemoryFree:    map[int]int64{},
+		policies:      &block.memo,
 	}
 	v.Available = v.Allocatable.Difference(n.held)
 	v.Caps = n.topo.Capacity(v.Available)
@@ -353,7 +361,6 @@ func (n *nodeState) buildView() *NodeView {
 	}
 	v.PCPUExclusive = cpuset.New(pcpu...)
 	v.count()
-	v.policies = &policyMemo{}
 	return v
 }
 
