@@ -158,7 +158,8 @@ func (e *entry) refresh() {
 	_, holdsCPU := e.allocatable[corev1.ResourceCPU]
 	_, holdsMemory := e.allocatable[corev1.ResourceMemory]
 	e.view = View{Reservation: e.r, Allocatable: e.allocatable, Allocated: alloc, Remaining: rem, Owners: len(e.uses), owners: e.owners,
-		remMilliCPU: rem.Cpu().MilliValue(), remMemory: rem.Memory().Value(), holdsCPU: holdsCPU, holdsMemory: holdsMemory}
+		remMilliCPU: rem.Cpu().MilliValue(), remMemory: rem.Memory().Value(), holdsCPU: holdsCPU, holdsMemory: holdsMemory,
+		holdsOthers: len(e.allocatable) > btoi(holdsCPU)+btoi(holdsMemory)}
 	consumers := make([]types.UID, 0, len(e.uses))
 	for pod := range e.uses {
 		consumers = append(consumers, pod)
@@ -186,6 +187,8 @@ type View struct {
 	// CPU and memory, what Filter reads for every pod, as integers.
 	remMilliCPU, remMemory int64
 	holdsCPU, holdsMemory  bool
+	// holdsOthers says whether it holds anything but CPU and memory.
+	holdsOthers bool
 	// hold is the view as other plugins see it (a pointer: views are
 	// copied for every pod on every node).
 	hold *reservation.Hold
@@ -468,4 +471,11 @@ func (c *Cache) OnNode(node string) []View {
 		return n.views
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -112,6 +112,9 @@ func (v *View) shortFor(req corev1.ResourceList, reqMilliCPU, reqMemory int64) s
 		l := v.Remaining[corev1.ResourceMemory]
 		return fmt.Sprintf("%s memory left, the pod needs %d", l.String(), reqMemory)
 	}
+	if !v.holdsOthers {
+		return ""
+	}
 	for name, q := range req {
 		if name == corev1.ResourceCPU || name == corev1.ResourceMemory || q.IsZero() {
 			continue

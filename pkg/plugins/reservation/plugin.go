@@ -194,10 +194,36 @@ type podState struct {
 }
 
 // choices is the memo, by node name (a plain map under a lock: string keys
-// cost no allocation to look up, as sync.Map's boxed keys would).
+// cost no allocation to look up, as sync.Map's boxed keys would). The first
+// node worked out sits in place: an owner usually owns reservations on one
+// node, which then costs no allocation; the map is made for a second.
 type choices struct {
-	mu    sync.RWMutex
-	nodes map[string]*nodeChoice
+	mu        sync.RWMutex
+	firstNode string
+	first     nodeChoice
+	nodes     map[string]*nodeChoice
+}
+
+// get is node's choice, nil when not worked out yet; the caller holds mu.
+func (m *choices) get(node string) *nodeChoice {
+	if m.firstNode == node && node != "" {
+		return &m.first
+	}
+	return m.nodes[node]
+}
+
+// put records node's choice; the caller holds mu for writing.
+func (m *choices) put(node string, views []View, c choice) *nodeChoice {
+	if m.firstNode == "" {
+		m.firstNode, m.first.views, m.first.c = node, views, c
+		return &m.first
+	}
+	if m.nodes == nil {
+		m.nodes = map[string]*nodeChoice{}
+	}
+	n := &nodeChoice{views: views, c: c}
+	m.nodes[node] = n
+	return n
 }
 
 func (s *podState) Clone() fwk.StateData { c := *s; return &c }
@@ -226,20 +252,18 @@ func (s *podState) on(node string) *nodeChoice {
 		return sum.stranger
 	}
 	s.memo.mu.RLock()
-	n := s.memo.nodes[node]
+	n := s.memo.get(node)
 	s.memo.mu.RUnlock()
 	if n != nil {
 		return n
 	}
-	views := sum.views
-	n = &nodeChoice{views: views, c: choose(views, s.pod, s.req, s.affinity, s.placeholder)}
+	c := choose(sum.views, s.pod, s.req, s.affinity, s.placeholder)
 	s.memo.mu.Lock()
 	defer s.memo.mu.Unlock()
-	if prev := s.memo.nodes[node]; prev != nil {
+	if prev := s.memo.get(node); prev != nil {
 		return prev // another goroutine of this cycle got there first
 	}
-	s.memo.nodes[node] = n
-	return n
+	return s.memo.put(node, sum.views, c)
 }
 
 // holdsOf splits views into the one the pod consumes (use, may be nil) and the others.
@@ -345,7 +369,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	cs.Write(stateKey, &podState{
 		pod:         pod,
 		cache:       p.cache,
-		memo:        &choices{nodes: map[string]*nodeChoice{}},
+		memo:        &choices{},
 		affinity:    affinity,
 		required:    reservation.RequiresReservation(affinity),
 		placeholder: reservation.PlaceholderOf(pod) != "",

@@ -288,3 +288,23 @@ func TestAlignedTakesTheRestFromTheNode(t *testing.T) {
 		t.Errorf("default policy: %v", st.AsError())
 	}
 }
+
+// A reservation holding an extended resource turns away an owner asking for
+// more of it than it has left, naming the resource.
+func TestExtendedResourceLeft(t *testing.T) {
+	gpu := corev1.ResourceName("example.com/gpu")
+	r := withOwners(available("r1", "n1", "1"), "web")
+	r.Status.Allocatable[gpu] = resource.MustParse("1")
+	p := testPlugin(r)
+	pod := appPod("web-1", "web", "500m")
+	pod.Spec.Containers[0].Resources.Requests[gpu] = resource.MustParse("2")
+	pod.Annotations = map[string]string{extension.AnnotationReservationAffinity: `{"name":"r1"}`}
+	_, st := run(t, p, pod, nodeInfo())
+	if st.IsSuccess() || !strings.Contains(st.Message(), "reservation r1 has 1 example.com/gpu left, the pod needs 2") {
+		t.Errorf("owner asking for 2 of 1 GPU left: %v", st)
+	}
+	pod.Spec.Containers[0].Resources.Requests[gpu] = resource.MustParse("1")
+	if _, st := run(t, p, pod, nodeInfo()); !st.IsSuccess() {
+		t.Errorf("owner asking for the GPU left: %v", st)
+	}
+}
