@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -306,5 +307,46 @@ func TestExtendedResourceLeft(t *testing.T) {
 	pod.Spec.Containers[0].Resources.Requests[gpu] = resource.MustParse("1")
 	if _, st := run(t, p, pod, nodeInfo()); !st.IsSuccess() {
 		t.Errorf("owner asking for the GPU left: %v", st)
+	}
+}
+
+// Filter and Score run for many nodes at once: an owner's memo hands every
+// goroutine the same choice per node, the first node in place and the
+// others in the map (go test -race).
+func TestOwnerMemoConcurrent(t *testing.T) {
+	nodes := []string{"n1", "n2", "n3", "n4"}
+	var rs []*schedulingv1alpha1.Reservation
+	for _, n := range nodes {
+		rs = append(rs, withOwners(available("r-"+n, n, "1"), "web"))
+	}
+	p := testPlugin(rs...)
+	pod := appPod("web-1", "web", "500m")
+	cs := framework.NewCycleState()
+	if _, st := p.PreFilter(context.Background(), cs, pod, nil); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	s := getState(cs)
+	seen := make([][]*nodeChoice, 8)
+	var wg sync.WaitGroup
+	for g := range seen {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, n := range nodes {
+				seen[g] = append(seen[g], s.on(n))
+			}
+		}()
+	}
+	wg.Wait()
+	for i, n := range nodes {
+		first := seen[0][i]
+		if first == nil || first.c.use == nil || first.c.use.Reservation.Name != "r-"+n {
+			t.Fatalf("%s: choice %+v, want r-%s", n, first, n)
+		}
+		for g := range seen {
+			if seen[g][i] != first {
+				t.Errorf("%s: goroutine %d got another choice than goroutine 0", n, g)
+			}
+		}
 	}
 }
