@@ -3,6 +3,7 @@ package numaresource
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/utils/cpuset"
@@ -130,4 +131,35 @@ func TestPoliciesFollowTheNodeObject(t *testing.T) {
 	if _, _, err := req.on(bad, view); err == nil || !strings.Contains(err.Error(), extension.LabelNodeNUMATopologyPolicy) {
 		t.Fatalf("malformed label: %v", err)
 	}
+}
+
+// Filter runs for many nodes at once: goroutines sharing a view's memo, one
+// of them seeing the node after a relabel, each get their own node's policy
+// (go test -race).
+func TestPoliciesMemoConcurrent(t *testing.T) {
+	req, err := newPodRequest(lsr("p", "2", "1Gi", nil), extension.CPUBindPolicyFullPCPUs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := &NodeView{policies: &policyMemo{}}
+	plain := node("n", nil)
+	spread := node("n", map[string]string{extension.LabelNodeCPUBindPolicy: string(extension.NodeCPUBindPolicySpreadByPCPUs)})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, want := plain, extension.CPUBindPolicyFullPCPUs
+			if g%2 == 1 {
+				n, want = spread, extension.CPUBindPolicySpreadByPCPUs
+			}
+			for range 100 {
+				if b, _, err := req.on(n, view); err != nil || b.policy != want {
+					t.Errorf("goroutine %d: %v %v, want %s", g, b, err, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

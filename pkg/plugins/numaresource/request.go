@@ -145,13 +145,24 @@ type nodePolicies struct {
 
 // policyMemo keeps the last nodePolicies a node's view parsed: Filter and
 // Score ask for every binding pod, and reading the labels map of every node
-// costs more than the rest of the decision (a cache miss per node). Nodes
-// change their labels rarely; a new Node object is parsed anew.
-type policyMemo struct{ last atomic.Pointer[nodePolicies] }
+// costs more than the rest of the decision (cache misses per node). Nodes
+// change their labels rarely; a new Node object is parsed anew. The first
+// parse is kept in the memo itself (allocated with the view), so a hit reads
+// memory next to the view's; later ones, after a node update, are
+// allocated.
+type policyMemo struct {
+	last    atomic.Pointer[nodePolicies]
+	claimed atomic.Bool
+	first   nodePolicies // written once, by the goroutine that claimed it
+}
 
 func policiesOf(node *corev1.Node, view *NodeView) nodePolicies {
-	if view != nil && view.policies != nil {
-		if p := view.policies.last.Load(); p != nil && p.node == node {
+	var m *policyMemo
+	if view != nil {
+		m = view.policies
+	}
+	if m != nil {
+		if p := m.last.Load(); p != nil && p.node == node {
 			return *p
 		}
 	}
@@ -160,8 +171,13 @@ func policiesOf(node *corev1.Node, view *NodeView) nodePolicies {
 	if p.err == nil {
 		p.bind, p.err = extension.GetNodeCPUBindPolicy(node.Labels)
 	}
-	if view != nil && view.policies != nil {
-		view.policies.last.Store(&p)
+	if m != nil {
+		if m.claimed.CompareAndSwap(false, true) {
+			m.first = p
+			m.last.Store(&m.first)
+		} else {
+			m.last.Store(&p)
+		}
 	}
 	return p
 }
