@@ -22,7 +22,7 @@ for img in koord-scheduler koordlet koord-manager sleeper burner; do
 	$KIND load image-archive --name "$NAME" "$OUT/images/$img.tar"
 done
 "$HELM" install koord deploy/charts/koord --namespace "$NS" --create-namespace --wait --timeout 5m \
-	--values test/e2e/values.yaml --set imageTag="$IMAGE_TAG"
+	--values test/e2e/values.yaml --set-string imageTag="$IMAGE_TAG"
 (cd test/e2e && E2E_NAMESPACE=$NS E2E_IMAGE_TAG=$IMAGE_TAG "$ROOT/$OUT/e2e.test" -ginkgo.label-filter='!uninstall' -ginkgo.timeout=30m)
 "$HELM" uninstall koord --namespace "$NS" --wait --timeout 5m
 (cd test/e2e && E2E_PHASE=uninstall E2E_NAMESPACE=$NS "$ROOT/$OUT/e2e.test" -ginkgo.label-filter='uninstall')

@@ -42,7 +42,7 @@ trap teardown EXIT
 "$CLUSTER" import "$OUT"/images/{koord-scheduler,koordlet,koord-manager,sleeper,burner}.tar
 log "helm install $RELEASE (tag $IMAGE_TAG)"
 "$HELM" install "$RELEASE" deploy/charts/koord --namespace "$NS" --create-namespace --wait --timeout 5m \
-	--values test/e2e/values.yaml --set imageTag="$IMAGE_TAG" \
+	--values test/e2e/values.yaml --set-string imageTag="$IMAGE_TAG" \
 	--set koordlet.kubeletRootDir="$ROOT/$OUT/cluster/state/kubelet"
 log "running the suite"
 (cd test/e2e && E2E_NAMESPACE=$NS E2E_IMAGE_TAG=$IMAGE_TAG "$ROOT/$OUT/e2e.test" \

@@ -168,6 +168,19 @@ func TestCRDToggles(t *testing.T) {
 	}
 }
 
+// A tag of digits only (a short commit hash can be one) given with --set is
+// a number to Helm; the image reference must still carry it as written.
+func TestNumericImageTag(t *testing.T) {
+	objs := render(t, "--set", "imageTag=4559440")
+	for _, kind := range []string{"Deployment", "DaemonSet", "Job"} {
+		for _, o := range byKind(objs, kind) {
+			if image := containers(t, o)[0]["image"].(string); !strings.HasSuffix(image, ":4559440") {
+				t.Errorf("%s image %s, want tag 4559440", o.GetName(), image)
+			}
+		}
+	}
+}
+
 func TestValues(t *testing.T) {
 	objs := render(t, "--set", `featureGates=A=true\,B=true`, "--set", "imageRepositoryHost=registry.example.com",
 		"--set", "scheduler.hostNetwork=true", "--set", "manager.hostNetwork=true", "--set", "scheduler.featureGates=C=false", "--namespace", "custom")

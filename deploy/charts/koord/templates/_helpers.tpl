@@ -1,7 +1,8 @@
 {{/* The image reference of a component: [host/]name:tag. */}}
 {{- define "koord.image" -}}
 {{- $root := index . 0 -}}{{- $name := index . 1 -}}
-{{- $tag := default $root.Chart.AppVersion $root.Values.imageTag -}}
+{{- /* toString: `--set imageTag=4559440` (a short commit hash of digits) is an int64, which printf would render as %!s(int64=...) */ -}}
+{{- $tag := toString (default $root.Chart.AppVersion $root.Values.imageTag) -}}
 {{- if $root.Values.imageRepositoryHost -}}
 {{ printf "%s/%s:%s" $root.Values.imageRepositoryHost $name $tag }}
 {{- else -}}
