@@ -33,9 +33,9 @@ build:
 ## test: everything CI runs: unit tests, the race detector, fuzzing of every parser, the Helm chart's tests, integration tests, e2e on a local cluster (root)
 test: unit race fuzz chart-test integration e2e
 
-## unit: fast tests with no control plane
+## unit: fast tests with no control plane (test/perf's tests are its sizing; its benchmark runs in make bench)
 unit:
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/) ./test/perf
 
 ## race: the scheduler plugins, koordlet and koord-manager under the race detector (events, cycles and loops run concurrently)
 race:

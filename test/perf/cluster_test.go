@@ -3,6 +3,7 @@ package perf
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,9 @@ import (
 // size is one run's shape; every case of a run gets the same.
 type size struct {
 	nodes, warmupPods, measuredPods int
+	// minMeasured is the fewest measured pods a case may run: a mix that
+	// the nodes hold less of gets more nodes instead.
+	minMeasured int
 }
 
 // clients talk to the API server fast enough that they are not what is measured.
@@ -169,9 +173,14 @@ func newPod(namespace string, i int, cpu string, labels, annotations map[string]
 	}
 }
 
-// sized fits sz to what the nodes hold of this mix: warm-up and measured
-// pods shrink in proportion when they would not all fit.
+// sized fits sz to what the nodes hold of this mix: the cluster grows until
+// it holds the warm-up and at least minMeasured measured pods (the binding
+// mix, 1.5 pods a node, would otherwise measure a few seconds), then warm-up
+// and measured pods shrink in proportion when they would not all fit.
 func (m *mix) sized(sz size) size {
+	if need := int(math.Ceil(float64(sz.warmupPods+min(sz.minMeasured, sz.measuredPods)) / m.perNode)); need > sz.nodes {
+		sz.nodes = need
+	}
 	room := int(m.perNode * float64(sz.nodes))
 	if total := sz.warmupPods + sz.measuredPods; total > room {
 		sz.warmupPods = sz.warmupPods * room / total

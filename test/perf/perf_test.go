@@ -118,10 +118,13 @@ type result struct {
 // rep=<n>/<case>; `benchstat -ignore /rep` summarises across repetitions.
 // Sizes: KOORD_PERF_NODES (default 1000), KOORD_PERF_PODS (measured pods,
 // default 8000), KOORD_PERF_WARMUP (500); a mix that cannot fit that many
-// pods on the nodes runs fewer (see mix.sized). KOORD_PERF_CASES, a regular
-// expression, picks cases by name.
+// pods on the nodes gets more nodes, up to holding KOORD_PERF_MIN_PODS
+// measured pods (3500: about 15 seconds here), and runs fewer pods past that
+// (see mix.sized). KOORD_PERF_CASES, a regular expression, picks cases by
+// name.
 func BenchmarkScheduler(b *testing.B) {
-	sz := size{nodes: envInt("KOORD_PERF_NODES", 1000), measuredPods: envInt("KOORD_PERF_PODS", 8000), warmupPods: envInt("KOORD_PERF_WARMUP", 500)}
+	sz := size{nodes: envInt("KOORD_PERF_NODES", 1000), measuredPods: envInt("KOORD_PERF_PODS", 8000), warmupPods: envInt("KOORD_PERF_WARMUP", 500),
+		minMeasured: envInt("KOORD_PERF_MIN_PODS", 3500)}
 	pick, err := regexp.Compile(os.Getenv("KOORD_PERF_CASES"))
 	if err != nil {
 		b.Fatalf("KOORD_PERF_CASES: %v", err)

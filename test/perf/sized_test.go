@@ -1,0 +1,31 @@
+package perf
+
+import "testing"
+
+// Every case measures at least minMeasured pods: a mix the nodes hold little
+// of gets more nodes; one they hold plenty of keeps the cluster as given.
+func TestSized(t *testing.T) {
+	sz := size{nodes: 1000, warmupPods: 500, measuredPods: 8000, minMeasured: 3500}
+	for _, tc := range []struct {
+		m             mix
+		nodes, warmup int
+		measured      int
+	}{
+		{realistic, 1000, 500, 8000},
+		{plain, 1000, 500, 8000},
+		// 1.5 a node: 500 + 3500 pods need 2667 nodes, which hold 4000,
+		// shared in proportion between warm-up and measured pods.
+		{binding, 2667, 235, 3765},
+	} {
+		got := tc.m.sized(sz)
+		if got.nodes != tc.nodes || got.warmupPods != tc.warmup || got.measuredPods != tc.measured {
+			t.Errorf("%s: %d nodes, %d warm-up, %d measured; want %d, %d, %d", tc.m.name, got.nodes, got.warmupPods, got.measuredPods, tc.nodes, tc.warmup, tc.measured)
+		}
+	}
+	// Asked for fewer measured pods than the minimum: the cluster need
+	// only hold those.
+	small := size{nodes: 100, warmupPods: 10, measuredPods: 50, minMeasured: 3500}
+	if got := binding.sized(small); got.nodes != 100 || got.measuredPods != 50 {
+		t.Errorf("small binding run: %+v", got)
+	}
+}
