@@ -88,7 +88,6 @@ func packEstimate(updated time.Time, filter, score, prod vector) *nodeEstimate {
 type nodeState struct {
 	metric *slov1alpha1.NodeMetric
 	pods   map[types.UID]*podRecord
-	est    *nodeEstimate // nil without a NodeMetric; usageCache.estimates publishes it
 	name   string
 	// thresholdsParsed caches the usage-thresholds annotation by its raw value.
 	thresholdsRaw    string
@@ -198,7 +197,6 @@ func (c *usageCache) removeLocked(uid types.UID) {
 func (c *usageCache) refresh(n *nodeState) {
 	m := n.metric
 	if m == nil || m.Status.NodeMetric == nil || m.Status.UpdateTime == nil {
-		n.est = nil
 		c.estimates.Set(n.name, nil)
 		return
 	}
@@ -261,7 +259,6 @@ func (c *usageCache) refresh(n *nodeState) {
 	filter.add(extra)
 	score.add(extra)
 	est := packEstimate(m.Status.UpdateTime.Time, filter, score, prod)
-	n.est = est
 	c.estimates.Set(n.name, est)
 }
 

@@ -278,7 +278,10 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	}
 	req := st.req
 	node := nodeInfo.Node()
-	view, viewErr := p.state.View(node.Name)
+	// The built view, if any, remembers the node's labels; building one (or
+	// finding there is none) takes the state's lock, which nodes where the
+	// pod binds nothing must not.
+	view := p.state.Built(node.Name)
 	b, binds, err := req.on(node, view)
 	if err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
@@ -286,9 +289,11 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	if !binds {
 		return nil
 	}
-	if viewErr != nil {
-		p.turnAway(st, pod)
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, viewErr.Error())
+	if view == nil {
+		if view, err = p.state.View(node.Name); err != nil {
+			p.turnAway(st, pod)
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+		}
 	}
 	view, _ = p.forPod(st, cs, node.Name, view)
 	if _, err := fit(view, req, b, false); err != nil {
@@ -414,13 +419,15 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 	}
 	req := st.req
 	node := nodeInfo.Node()
-	view, err := p.state.View(node.Name)
-	if err != nil {
-		return 0, nil
-	}
+	view := p.state.Built(node.Name) // as in Filter
 	b, binds, err := req.on(node, view)
 	if err != nil || !binds {
 		return 0, nil
+	}
+	if view == nil {
+		if view, err = p.state.View(node.Name); err != nil {
+			return 0, nil
+		}
 	}
 	view, _ = p.forPod(st, cs, node.Name, view)
 	pl, err := fit(view, req, b, p.numaScore.most)

@@ -142,8 +142,8 @@ func (c *Cache) summarizeLocked(node string) {
 func (c *Cache) updateMostLocked() {
 	m := &mostHeld{}
 	c.summaries.Range(func(_ string, sum *nodeSummary) {
-		m.milliCPU = max(m.milliCPU, sum.stranger.c.heldMilliCPU)
-		m.memory = max(m.memory, sum.stranger.c.heldMemory)
+		m.milliCPU = max(m.milliCPU, sum.heldMilliCPU)
+		m.memory = max(m.memory, sum.heldMemory)
 		for i := range sum.views {
 			m.pinned = m.pinned || sum.views[i].hold.Pinned()
 		}
@@ -157,9 +157,13 @@ func (e *entry) refresh() {
 	rem := reservation.Remaining(e.allocatable, alloc)
 	_, holdsCPU := e.allocatable[corev1.ResourceCPU]
 	_, holdsMemory := e.allocatable[corev1.ResourceMemory]
+	holdsOthers := false
+	for name := range e.allocatable {
+		holdsOthers = holdsOthers || (name != corev1.ResourceCPU && name != corev1.ResourceMemory)
+	}
 	e.view = View{Reservation: e.r, Allocatable: e.allocatable, Allocated: alloc, Remaining: rem, Owners: len(e.uses), owners: e.owners,
 		remMilliCPU: rem.Cpu().MilliValue(), remMemory: rem.Memory().Value(), holdsCPU: holdsCPU, holdsMemory: holdsMemory,
-		holdsOthers: len(e.allocatable) > btoi(holdsCPU)+btoi(holdsMemory)}
+		holdsOthers: holdsOthers}
 	consumers := make([]types.UID, 0, len(e.uses))
 	for pod := range e.uses {
 		consumers = append(consumers, pod)
@@ -471,11 +475,4 @@ func (c *Cache) OnNode(node string) []View {
 		return n.views
 	}
 	return nil
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
