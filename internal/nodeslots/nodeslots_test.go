@@ -1,12 +1,16 @@
 package nodeslots
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"testing"
 )
 
+func rows(t *Table) int { return len(load(&t.main)) + len(load(&t.fresh)) }
+
 func TestSlots(t *testing.T) {
-	var s Slots[int]
+	s := NewSlots[int](nil)
 	if s.Get("n1") != nil {
 		t.Fatal("empty slots returned a value")
 	}
@@ -18,20 +22,148 @@ func TestSlots(t *testing.T) {
 		t.Errorf("n1 = %v, want 2", got)
 	}
 	s.Set("n2", nil)
-	n := 0
-	s.Range(func(string, *int) { n++ })
-	if n != 1 {
-		t.Errorf("Range saw %d nodes with values, want 1 (n2 was cleared)", n)
+	if s.Get("n2") != nil {
+		t.Error("cleared node still has a value")
+	}
+	s.Set("n3", nil)
+	if n := rows(s.t); n != 2 {
+		t.Errorf("%d rows, want 2: clearing keeps a row, clearing an unknown node makes none", n)
 	}
 	s.Delete("n1")
+	s.Delete("n2")
 	if s.Get("n1") != nil {
 		t.Error("deleted node still has a value")
 	}
+	if n := rows(s.t); n != 0 {
+		t.Errorf("%d rows left after every node was deleted", n)
+	}
 }
 
-// Readers run while a writer adds nodes and swaps values (go test -race).
+// Plugins of one profile share rows: each sees only its own column, and a
+// node's row goes only when no column has a value for it.
+func TestColumnsShareRows(t *testing.T) {
+	table := &Table{}
+	ints, strs := NewSlots[int](table), NewSlots[string](table)
+	one, a := 1, "a"
+	ints.Set("n1", &one)
+	strs.Set("n1", &a)
+	if got := ints.Get("n1"); got == nil || *got != 1 {
+		t.Errorf("ints n1 = %v, want 1", got)
+	}
+	if got := strs.Get("n1"); got == nil || *got != "a" {
+		t.Errorf("strs n1 = %v, want a", got)
+	}
+	if n := rows(table); n != 1 {
+		t.Fatalf("%d rows for one node, want 1", n)
+	}
+	ints.Delete("n1")
+	if got := strs.Get("n1"); got == nil || *got != "a" {
+		t.Errorf("deleting one column's value lost the other's: %v", got)
+	}
+	if strs.Get("n2") != nil || ints.Get("n1") != nil {
+		t.Error("value where none was set")
+	}
+	strs.Delete("n1")
+	if n := rows(table); n != 0 {
+		t.Errorf("%d rows after both columns deleted the node", n)
+	}
+}
+
+// Nodes arriving at start are gathered in a small map: each addition copies
+// at most √n rows (or 64), not the whole table.
+func TestGrowthInBatches(t *testing.T) {
+	s := NewSlots[int](nil)
+	const n = 5000
+	vals := make([]int, n)
+	for i := range vals {
+		vals[i] = i
+		s.Set(fmt.Sprintf("node-%d", i), &vals[i])
+		if f, m := len(load(&s.t.fresh)), len(load(&s.t.main)); f > max(64, isqrt(m)) {
+			t.Fatalf("after %d nodes the small map holds %d rows (large one %d)", i+1, f, m)
+		}
+	}
+	// One copy of the whole map per node would be n²/2 = 12.5M rows.
+	if limit := 4 * n * isqrt(n); s.t.copied > limit {
+		t.Errorf("adding %d nodes copied %d rows, want at most %d", n, s.t.copied, limit)
+	}
+	for i := range vals {
+		if got := s.Get(fmt.Sprintf("node-%d", i)); got == nil || *got != i {
+			t.Fatalf("node-%d = %v, want %d", i, got, i)
+		}
+	}
+	// Deleting from either map.
+	s.Delete("node-0")
+	s.Delete(fmt.Sprintf("node-%d", n-1))
+	if s.Get("node-0") != nil || s.Get(fmt.Sprintf("node-%d", n-1)) != nil || rows(s.t) != n-2 {
+		t.Errorf("after two deletes: %d rows, want %d", rows(s.t), n-2)
+	}
+}
+
+func isqrt(m int) int {
+	r := 0
+	for (r+1)*(r+1) <= m {
+		r++
+	}
+	return r
+}
+
+type handle struct{ name string }
+
+type incomparable struct{ f []int }
+
+func TestShared(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h1, h2 := &handle{"a"}, &handle{"b"}
+	t1 := Shared(ctx, h1)
+	if Shared(ctx, h1) != t1 {
+		t.Error("the same handle got two tables")
+	}
+	if Shared(ctx, h2) == t1 {
+		t.Error("two profiles share a table")
+	}
+	if Shared(ctx, nil) == Shared(ctx, nil) {
+		t.Error("nil handles share a table")
+	}
+	if a, b := Shared(ctx, incomparable{}), Shared(ctx, incomparable{}); a == nil || a == b {
+		t.Error("incomparable handles: want a table each")
+	}
+	cancel()
+	// AfterFunc runs in its own goroutine: the handle is forgotten soon.
+	for i := 0; ; i++ {
+		if _, ok := shared.Load(h1); !ok {
+			break
+		}
+		if i == 1e6 {
+			t.Fatal("the table outlived its framework's context")
+		}
+	}
+}
+
+// A fifth plugin on a handle still works, with a table of its own.
+func TestFullTable(t *testing.T) {
+	table := &Table{}
+	cols := make([]Slots[int], maxColumns+1)
+	for i := range cols {
+		cols[i] = NewSlots[int](table)
+	}
+	for i := range cols {
+		v := i
+		cols[i].Set("n1", &v)
+	}
+	for i := range cols {
+		if got := cols[i].Get("n1"); got == nil || *got != i {
+			t.Errorf("column %d: n1 = %v, want %d", i, got, i)
+		}
+	}
+	if cols[maxColumns].t == table {
+		t.Error("the extra column is in the full table")
+	}
+}
+
+// Readers run while writers add nodes and swap values (go test -race).
 func TestSlotsConcurrentReaders(t *testing.T) {
-	var s Slots[int]
+	table := &Table{}
+	s, other := NewSlots[int](table), NewSlots[int](table)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for r := 0; r < 4; r++ {
@@ -46,10 +178,22 @@ func TestSlotsConcurrentReaders(t *testing.T) {
 					if v := s.Get("n7"); v != nil && *v < 0 {
 						t.Error("negative value")
 					}
+					other.Get("m3")
 				}
 			}
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 1000; i++ {
+			v := i
+			other.Set(fmt.Sprintf("m%d", i%200), &v)
+			if i%50 == 0 {
+				other.Delete("m3")
+			}
+		}
+	}()
 	for i := 0; i < 1000; i++ {
 		v := i
 		s.Set([]string{"n1", "n7", "n9"}[i%3], &v)

@@ -38,7 +38,7 @@ func benchNode(p *Plugin, name string) *framework.NodeInfo {
 func BenchmarkFilter(b *testing.B) {
 	ctx := context.Background()
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(b, nil), nil, clk.now)
+	p := newPlugin(defaultArgs(b, nil), nil, clk.now, nil)
 	ni := benchNode(p, "n1")
 	pod := makePod("incoming", rl("1", "2Gi"), nil, 0)
 
@@ -68,7 +68,7 @@ func BenchmarkFilter(b *testing.B) {
 func BenchmarkScore(b *testing.B) {
 	ctx := context.Background()
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(b, nil), nil, clk.now)
+	p := newPlugin(defaultArgs(b, nil), nil, clk.now, nil)
 	ni := benchNode(p, "n1")
 	pod := makePod("incoming", rl("1", "2Gi"), nil, 0)
 
@@ -100,7 +100,7 @@ func BenchmarkScore(b *testing.B) {
 func BenchmarkCycle1000Nodes(b *testing.B) {
 	ctx := context.Background()
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(b, nil), nil, clk.now)
+	p := newPlugin(defaultArgs(b, nil), nil, clk.now, nil)
 	nodes := make([]fwk.NodeInfo, 1000)
 	for i := range nodes {
 		nodes[i] = benchNode(p, fmt.Sprintf("node-%04d", i))
@@ -132,7 +132,7 @@ func BenchmarkCycle1000Nodes(b *testing.B) {
 // beside a reservation held against the pod.
 func BenchmarkFilterReservations(b *testing.B) {
 	ctx := context.Background()
-	p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now)
+	p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now, nil)
 	ni := benchNode(p, "n1")
 	pod := makePod("incoming", rl("1", "2Gi"), nil, 0)
 	for _, tc := range []struct {

@@ -108,8 +108,9 @@ type usageCache struct {
 	estimates nodeslots.Slots[nodeEstimate]
 }
 
-func newCache(args *config.LoadAwareSchedulingArgs, resources []corev1.ResourceName, now func() time.Time) *usageCache {
-	return &usageCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, resources: resources, args: args, now: now}
+func newCache(args *config.LoadAwareSchedulingArgs, resources []corev1.ResourceName, now func() time.Time, table *nodeslots.Table) *usageCache {
+	return &usageCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, resources: resources, args: args, now: now,
+		estimates: nodeslots.NewSlots[nodeEstimate](table)}
 }
 
 func (c *usageCache) node(name string) *nodeState {

@@ -20,6 +20,7 @@ import (
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	"github.com/koord-project/koord/internal/nodeslots"
 	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
 	"github.com/koord-project/koord/pkg/plugins/koordclient"
 	"github.com/koord-project/koord/pkg/reservation"
@@ -75,7 +76,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := validation.ValidateLoadAwareSchedulingArgs(nil, args); err != nil {
 		return nil, err
 	}
-	p := newPlugin(args, h, time.Now)
+	p := newPlugin(args, h, time.Now, nodeslots.Shared(ctx, h))
 
 	client, err := koordclient.New(h.KubeConfig())
 	if err != nil {
@@ -107,7 +108,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	return p, nil
 }
 
-func newPlugin(args *config.LoadAwareSchedulingArgs, h fwk.Handle, now func() time.Time) *Plugin {
+// table is where the node estimates live: the profile's shared table, or
+// nil for one of the plugin's own.
+func newPlugin(args *config.LoadAwareSchedulingArgs, h fwk.Handle, now func() time.Time, table *nodeslots.Table) *Plugin {
 	// Track every resource any weight or threshold names, cpu and memory first.
 	seen := map[corev1.ResourceName]bool{}
 	var resources []corev1.ResourceName
@@ -143,7 +146,7 @@ func newPlugin(args *config.LoadAwareSchedulingArgs, h fwk.Handle, now func() ti
 	for _, w := range p.weights {
 		p.weightSum += w
 	}
-	p.cache = newCache(args, resources, now)
+	p.cache = newCache(args, resources, now, table)
 	return p
 }
 

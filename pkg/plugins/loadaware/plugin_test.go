@@ -139,7 +139,7 @@ func TestEstimatePod(t *testing.T) {
 
 func TestFilterThresholds(t *testing.T) {
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
 	node := makeNode("n1", "10", "100Gi")
 	small := makePod("small", rl("100m", "100Mi"), nil, 0)
 
@@ -174,7 +174,7 @@ func TestFilterThresholds(t *testing.T) {
 	// Threshold 0 disables the check.
 	p0 := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
 		a.UsageThresholds = map[corev1.ResourceName]int64{corev1.ResourceCPU: 0}
-	}), nil, clk.now)
+	}), nil, clk.now, nil)
 	p0.cache.setMetric("n1", metric("n1", t0, "9900m", "1Gi"))
 	if err := filter(p0, big, makeNode("n1", "10", "100Gi")); err != nil {
 		t.Errorf("threshold 0 must disable: %v", err)
@@ -198,7 +198,7 @@ func TestStaleMetrics(t *testing.T) {
 		p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
 			a.FilterExpiredNodeMetrics = ptr.To(tc.filterExpired)
 			a.EnableScheduleWhenNodeMetricsExpired = ptr.To(tc.enableExpired)
-		}), nil, clk.now)
+		}), nil, clk.now, nil)
 		p.cache.setMetric("n1", metric("n1", t0.Add(-181*time.Second), "1", "1Gi"))
 		err := filter(p, pod, node)
 		if (err != nil) != tc.wantReject {
@@ -220,7 +220,7 @@ func TestStaleMetrics(t *testing.T) {
 
 func TestEstimationOfUnreportedPods(t *testing.T) {
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
 	node := makeNode("n1", "10", "100Gi")
 	// Metric at t0 shows 2 cores used; "old" is in it, reporting 1 core.
 	p.cache.setMetric("n1", metric("n1", t0, "2", "4Gi", podMetric("old", "1", "1Gi", "")))
@@ -277,7 +277,7 @@ func TestAggregatedUsage(t *testing.T) {
 			UsageAggregatedDuration: &metav1.Duration{Duration: 5 * time.Minute},
 			ScoreAggregationType:    slov1alpha1.AVG,
 		}
-	}), nil, clk.now)
+	}), nil, clk.now, nil)
 	m := metric("n1", t0, "1", "1Gi")
 	m.Status.NodeMetric.AggregatedNodeUsages = []slov1alpha1.AggregatedUsage{
 		{Duration: metav1.Duration{Duration: 5 * time.Minute}, Usage: map[slov1alpha1.AggregationType]slov1alpha1.ResourceMap{
@@ -304,7 +304,7 @@ func TestProdView(t *testing.T) {
 	p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
 		a.ProdUsageThresholds = map[corev1.ResourceName]int64{corev1.ResourceCPU: 30}
 		a.ScoreAccordingProdUsage = ptr.To(true)
-	}), nil, clk.now)
+	}), nil, clk.now, nil)
 	node := makeNode("n1", "10", "100Gi")
 	// 5 cores used, 3.5 of them by prod pods.
 	p.cache.setMetric("n1", metric("n1", t0, "5", "4Gi",
@@ -328,7 +328,7 @@ func TestScoringStrategies(t *testing.T) {
 	cool, hot := makeNode("cool", "10", "100Gi"), makeNode("hot", "10", "100Gi")
 	pod := makePod("p", rl("1", "1Gi"), nil, 0)
 	for _, strategy := range []string{"LeastUsed", "MostUsed"} {
-		p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) { a.ScoringStrategy = configv1.ScoringStrategy(strategy) }), nil, clk.now)
+		p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) { a.ScoringStrategy = configv1.ScoringStrategy(strategy) }), nil, clk.now, nil)
 		p.cache.setMetric("cool", metric("cool", t0, "1", "10Gi"))
 		p.cache.setMetric("hot", metric("hot", t0, "6", "60Gi"))
 		c, h := score(t, p, pod, cool), score(t, p, pod, hot)
@@ -340,7 +340,7 @@ func TestScoringStrategies(t *testing.T) {
 		}
 	}
 	// Exact value: LeastUsed, cpu (10-1.85)/10 = 81, memory (100-10.7)/100 = 89 → 85.
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
 	p.cache.setMetric("cool", metric("cool", t0, "1", "10Gi"))
 	if s := score(t, p, pod, cool); s != 85 {
 		t.Errorf("score = %d, want 85", s)
@@ -358,7 +358,7 @@ func (h recorderHandle) EventRecorder() events.EventRecorderLogger { return h.re
 func TestMalformedThresholdsReportedOnce(t *testing.T) {
 	clk := &clock{t0}
 	rec := events.NewFakeRecorder(10)
-	p := newPlugin(defaultArgs(t, nil), recorderHandle{rec: rec}, clk.now)
+	p := newPlugin(defaultArgs(t, nil), recorderHandle{rec: rec}, clk.now, nil)
 	p.cache.setMetric("n1", metric("n1", t0, "1", "1Gi"))
 	node := makeNode("n1", "10", "100Gi")
 	node.Annotations = map[string]string{extension.AnnotationCustomUsageThresholds: `{"usageThresholds":{"cpu":150}}`}
@@ -381,7 +381,7 @@ func TestMalformedThresholdsReportedOnce(t *testing.T) {
 // not estimated again, and recent ones are.
 func TestRebuildAfterRestart(t *testing.T) {
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
 	p.cache.setMetric("n1", metric("n1", t0, "2", "4Gi", podMetric("old", "1", "1Gi", "")))
 	bound := func(name string, at time.Time) *corev1.Pod {
 		pod := makePod(name, rl("2", "2Gi"), nil, 0)
@@ -412,7 +412,7 @@ func TestRebuildAfterRestart(t *testing.T) {
 // Events and scheduling cycles run concurrently; run with -race.
 func TestConcurrentEventsAndCycles(t *testing.T) {
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
 	node := makeNode("n1", "32", "128Gi")
 	node.Annotations = map[string]string{extension.AnnotationCustomUsageThresholds: `{"usageThresholds":{"cpu":90}}`}
 	done := make(chan struct{})
@@ -440,7 +440,7 @@ func TestConcurrentEventsAndCycles(t *testing.T) {
 // filtered with it; an older one (the other informer lagging) changes nothing.
 func TestQueueingHintRecordsNewerMetric(t *testing.T) {
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
 	hot, cool := metric("n1", t0.Add(-time.Minute), "9", "1Gi"), metric("n1", t0, "1", "1Gi")
 	p.cache.setMetric("n1", hot)
 	pod := makePod("p", rl("1", "1Gi"), nil, 0)

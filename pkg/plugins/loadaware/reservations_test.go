@@ -15,7 +15,7 @@ import (
 // What a reservation has left counts as estimated load for every pod but
 // the owner consuming it, in Filter and in Score.
 func TestReservationsCountAsLoad(t *testing.T) {
-	p := newPlugin(defaultArgs(t, nil), nil, (&clock{t0}).now)
+	p := newPlugin(defaultArgs(t, nil), nil, (&clock{t0}).now, nil)
 	node := makeNode("n1", "10", "100Gi")
 	p.cache.setMetric("n1", metric("n1", t0.Add(-10*time.Second), "4", "10Gi"))
 	r := reservation.Hold{Name: "r", UID: "r", MilliCPU: 2000, Memory: 1 << 30}

@@ -26,6 +26,7 @@ import (
 	"github.com/koord-project/koord/apis/config"
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/internal/nodeslots"
 	"github.com/koord-project/koord/pkg/plugins/podbinding"
 	"github.com/koord-project/koord/pkg/reservation"
 )
@@ -122,7 +123,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := validation.ValidateNodeNUMAResourceArgs(nil, args); err != nil {
 		return nil, err
 	}
-	p := newPlugin(args, h)
+	p := newPlugin(args, h, nodeslots.Shared(ctx, h))
 	topologySynced, err := p.watchTopology(ctx, h)
 	if err != nil {
 		return nil, err
@@ -139,11 +140,13 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	return p, nil
 }
 
-func newPlugin(args *config.NodeNUMAResourceArgs, h fwk.Handle) *Plugin {
+// table is where the node views live: the profile's shared table, or nil
+// for one of the plugin's own.
+func newPlugin(args *config.NodeNUMAResourceArgs, h fwk.Handle, table *nodeslots.Table) *Plugin {
 	return &Plugin{
 		handle:    h,
 		args:      args,
-		state:     NewState(),
+		state:     NewState(table),
 		waiting:   map[types.UID]*corev1.Pod{},
 		nodeScore: newScorer(args.ScoringStrategy),
 		numaScore: newScorer(args.NUMAScoringStrategy),

@@ -78,7 +78,7 @@ type fixture struct {
 // as koordlet would publish it.
 func newFixture(t testing.TB, args *config.NodeNUMAResourceArgs, nodes ...*corev1.Node) *fixture {
 	h := &testHandle{Handle: podbindingtest.Handle{Client: fake.NewClientset()}, snapshot: schedcache.NewSnapshot(nil, nodes), rec: events.NewFakeRecorder(100)}
-	f := &fixture{t: t, p: newPlugin(args, h), h: h, nodes: map[string]*corev1.Node{}}
+	f := &fixture{t: t, p: newPlugin(args, h, nil), h: h, nodes: map[string]*corev1.Node{}}
 	f.p.ready.Store(true)
 	for _, n := range nodes {
 		f.nodes[n.Name] = n

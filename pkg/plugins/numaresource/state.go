@@ -93,9 +93,11 @@ type NodeView struct {
 	policies *policyMemo
 }
 
-// NewState returns an empty state.
-func NewState() *State {
-	return &State{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, evicted: map[types.UID]bool{}}
+// NewState returns an empty state publishing views in table (nil: a table
+// of its own).
+func NewState(table *nodeslots.Table) *State {
+	return &State{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, evicted: map[types.UID]bool{},
+		views: nodeslots.NewSlots[NodeView](table)}
 }
 
 // Conflict says that CPUs are already held by another pod.

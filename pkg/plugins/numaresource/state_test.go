@@ -27,7 +27,7 @@ func boundPod(name, node, status string) *corev1.Pod {
 }
 
 func TestAssumeNeverDoubleAllocates(t *testing.T) {
-	a := NewState()
+	a := NewState(nil)
 	if err := a.Assume("n1", "a", Allocation{CPUs: cpuset.New(0, 1)}); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestObservePodRebuildsAfterRestart(t *testing.T) {
 		boundPod("plain", "n1", ""),
 		boundPod("other", "n2", `{"cpuset":"0-1"}`),
 	}
-	a := NewState()
+	a := NewState(nil)
 	for _, p := range pods {
 		if err := a.ObservePod(p); err != nil {
 			t.Fatal(err)
@@ -74,7 +74,7 @@ func TestObservePodRebuildsAfterRestart(t *testing.T) {
 		t.Fatalf("held n1 %s, n2 %s", a.Held("n1"), a.Held("n2"))
 	}
 	// A restarted scheduler sees the same pods and ends in the same state.
-	b := NewState()
+	b := NewState(nil)
 	for i := len(pods) - 1; i >= 0; i-- {
 		if err := b.ObservePod(pods[i]); err != nil {
 			t.Fatal(err)
@@ -110,7 +110,7 @@ func TestObservePodRebuildsAfterRestart(t *testing.T) {
 // Binding cycles run in parallel: under -race, many pods assuming CPUs at
 // once never end up sharing one.
 func TestAssumeConcurrently(t *testing.T) {
-	a := NewState()
+	a := NewState(nil)
 	var wg sync.WaitGroup
 	for i := 0; i < 64; i++ {
 		wg.Add(1)

@@ -141,13 +141,17 @@ func (c *Cache) summarizeLocked(node string) {
 // change, over the nodes that hold reservations.
 func (c *Cache) updateMostLocked() {
 	m := &mostHeld{}
-	c.summaries.Range(func(_ string, sum *nodeSummary) {
+	for node := range c.byNode {
+		sum := c.summaries.Get(node)
+		if sum == nil {
+			continue
+		}
 		m.milliCPU = max(m.milliCPU, sum.heldMilliCPU)
 		m.memory = max(m.memory, sum.heldMemory)
 		for i := range sum.views {
 			m.pinned = m.pinned || sum.views[i].hold.Pinned()
 		}
-	})
+	}
 	c.most.Store(m)
 }
 
@@ -172,10 +176,11 @@ func (e *entry) refresh() {
 		CPUs: e.cpus, NUMAMemory: e.numaMemory, Consumers: consumers}
 }
 
-// NewCache returns an empty cache.
-func NewCache() *Cache {
+// NewCache returns an empty cache publishing node summaries in table (nil: a
+// table of its own).
+func NewCache(table *nodeslots.Table) *Cache {
 	c := &Cache{byUID: map[types.UID]*entry{}, byNode: map[string]map[types.UID]*entry{}, podRes: map[types.UID]types.UID{}, waiting: map[types.UID]*corev1.Pod{},
-		versions: map[types.UID]string{}, gone: map[types.UID]time.Time{}, ownerKeys: map[string]int{}}
+		versions: map[types.UID]string{}, gone: map[types.UID]time.Time{}, ownerKeys: map[string]int{}, summaries: nodeslots.NewSlots[nodeSummary](table)}
 	c.most.Store(&mostHeld{})
 	return c
 }

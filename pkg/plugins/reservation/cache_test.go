@@ -44,7 +44,7 @@ func owner(name, cpus, reservation string) *corev1.Pod {
 // A pod whose binding failed after PreBind wrote its annotation is seen
 // unbound with it: that claims nothing, and its assumption is undone.
 func TestUnboundAnnotationClaimsNothing(t *testing.T) {
-	c := NewCache()
+	c := NewCache(nil)
 	r := available("r1", "n1", "2")
 	c.SetReservation(r)
 	doomed := owner("doomed", "2", "r1")
@@ -74,7 +74,7 @@ func allocatedCPU(t *testing.T, c *Cache, node string) string {
 }
 
 func TestAssumeAccounting(t *testing.T) {
-	c := NewCache()
+	c := NewCache(nil)
 	r := available("r1", "n1", "4")
 	c.SetReservation(r)
 	if err := c.Assume(r.UID, owner("a", "3", "")); err != nil {
@@ -129,7 +129,7 @@ func TestAssumeAccounting(t *testing.T) {
 
 // A restarted scheduler sees pods and reservations in any order.
 func TestRebuildInAnyOrder(t *testing.T) {
-	c := NewCache()
+	c := NewCache(nil)
 	c.ObservePod(owner("a", "1", "r1"))
 	c.ObservePod(owner("b", "2", "r1"))
 	c.ObservePod(owner("x", "1", "")) // no reservation at all
@@ -149,7 +149,7 @@ func TestRebuildInAnyOrder(t *testing.T) {
 }
 
 func TestConcurrentAssumeNeverOverUses(t *testing.T) {
-	c := NewCache()
+	c := NewCache(nil)
 	c.SetReservation(available("r1", "n1", "8"))
 	var ok atomic.Int32
 	var wg sync.WaitGroup
@@ -171,7 +171,7 @@ func TestConcurrentAssumeNeverOverUses(t *testing.T) {
 
 // Events of one reservation arrive from two informers and from Bind, in any order.
 func TestNoStepBack(t *testing.T) {
-	c := NewCache()
+	c := NewCache(nil)
 	avail := available("r1", "n1", "4")
 	avail.ResourceVersion = "20"
 	c.SetReservation(avail)
@@ -200,7 +200,7 @@ func TestNoStepBack(t *testing.T) {
 // MayOwn rules pods out by the owners' keys, and follows reservations as
 // they come, change and go; an owner entry without a key lets every pod in.
 func TestMayOwn(t *testing.T) {
-	c := NewCache()
+	c := NewCache(nil)
 	web, batch := appPod("web-1", "web", "1"), appPod("batch-1", "batch", "1")
 	if c.MayOwn(web) {
 		t.Error("no reservations, yet web may own one")
@@ -246,7 +246,7 @@ func TestMayOwn(t *testing.T) {
 // The bound other plugins use to skip per-node look-ups covers the node
 // holding the most, and knows when a reservation pins CPUs.
 func TestMostHeld(t *testing.T) {
-	c := NewCache()
+	c := NewCache(nil)
 	s := &podState{cache: c}
 	if m, mem, pinned := s.Most(); m != 0 || mem != 0 || pinned {
 		t.Errorf("empty cache: Most %d %d %v", m, mem, pinned)

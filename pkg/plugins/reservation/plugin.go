@@ -19,6 +19,7 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	"github.com/koord-project/koord/internal/nodeslots"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
 	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
 	"github.com/koord-project/koord/pkg/plugins/koordclient"
@@ -70,7 +71,7 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{handle: h, koord: client, cache: NewCache(), logger: klog.FromContext(ctx).WithName(Name)}
+	p := &Plugin{handle: h, koord: client, cache: NewCache(nodeslots.Shared(ctx, h)), logger: klog.FromContext(ctx).WithName(Name)}
 	factory := koordinformers.NewSharedInformerFactory(client, 0)
 	rInformer := factory.Scheduling().V1alpha1().Reservations().Informer()
 	rReg, err := rInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -19,7 +19,7 @@ import (
 )
 
 func testPlugin(rs ...*schedulingv1alpha1.Reservation) *Plugin {
-	p := &Plugin{cache: NewCache()}
+	p := &Plugin{cache: NewCache(nil)}
 	p.ready.Store(true)
 	for _, r := range rs {
 		p.cache.SetReservation(r)
