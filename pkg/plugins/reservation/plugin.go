@@ -352,7 +352,9 @@ func getState(cs fwk.CycleState) *podState {
 }
 
 // PreFilter reads the pod's reservation-affinity once; a malformed one makes
-// the pod unschedulable until it is fixed, naming the key.
+// the pod unschedulable until it is fixed, naming the key. While no
+// reservation holds anything, Filter has nothing to refuse a pod that does
+// not require one: it is skipped (the framework then calls it on no node).
 func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if !p.ready.Load() {
 		// kube-scheduler waits for its own informers, not for our handlers:
@@ -367,7 +369,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	req := podRequests(pod)
-	cs.Write(stateKey, &podState{
+	s := &podState{
 		pod:         pod,
 		cache:       p.cache,
 		memo:        &choices{},
@@ -378,7 +380,13 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		req:         req,
 		reqMilliCPU: req.Cpu().MilliValue(),
 		reqMemory:   req.Memory().Value(),
-	})
+	}
+	// Written even when Filter is skipped: Score, Reserve and the other
+	// plugins' Holds read it.
+	cs.Write(stateKey, s)
+	if m := p.cache.most.Load(); !s.required && m.milliCPU == 0 && m.memory == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
 	return nil, nil
 }
 

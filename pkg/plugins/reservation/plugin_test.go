@@ -54,10 +54,44 @@ func appPod(name, app, cpus string) *corev1.Pod {
 func run(t *testing.T, p *Plugin, pod *corev1.Pod, ni fwk.NodeInfo) (fwk.CycleState, *fwk.Status) {
 	t.Helper()
 	cs := framework.NewCycleState()
-	if _, st := p.PreFilter(context.Background(), cs, pod, nil); !st.IsSuccess() {
+	_, st := p.PreFilter(context.Background(), cs, pod, nil)
+	if st.IsSkip() {
+		return cs, nil // the framework calls Filter on no node: each passes
+	}
+	if !st.IsSuccess() {
 		return cs, st
 	}
 	return cs, p.Filter(context.Background(), cs, pod, ni)
+}
+
+// Filter is skipped while no reservation holds anything, except for pods
+// that require a reservation (Filter must turn them away).
+func TestPreFilterSkipsWhileNothingIsHeld(t *testing.T) {
+	required := appPod("web-2", "web", "1")
+	required.Annotations = map[string]string{extension.AnnotationReservationAffinity: `{"name":"r1"}`}
+	for _, tc := range []struct {
+		name string
+		p    *Plugin
+		pod  *corev1.Pod
+		skip bool
+	}{
+		{"no reservations", testPlugin(), appPod("web-1", "web", "1"), true},
+		{"no reservations, pod requires one", testPlugin(), required, false},
+		{"a reservation holds CPU", testPlugin(withOwners(available("r1", "n1", "2"), "web")), appPod("batch-1", "batch", "1"), false},
+	} {
+		cs := framework.NewCycleState()
+		_, st := tc.p.PreFilter(context.Background(), cs, tc.pod, nil)
+		if st.IsSkip() != tc.skip {
+			t.Errorf("%s: PreFilter %v, want skip %v", tc.name, st, tc.skip)
+		}
+		if reservation.HoldsOf(cs) == nil {
+			t.Errorf("%s: no Holds in the cycle state for the other plugins", tc.name)
+		}
+	}
+	// The required pod is still refused without a reservation to use.
+	if _, st := run(t, testPlugin(), required, nodeInfo()); st.IsSuccess() {
+		t.Error("a pod requiring a reservation passed Filter with none in the cluster")
+	}
 }
 
 func TestHoldAgainstNonOwners(t *testing.T) {
