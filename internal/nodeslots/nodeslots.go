@@ -36,11 +36,14 @@ const maxColumns = 4
 // Table holds one row per node with a value in any column. The zero value is
 // empty and ready.
 type Table struct {
-	mu sync.Mutex
 	// main holds most rows; fresh those added since main was last rebuilt.
-	// Readers look in main first: after start, fresh is empty.
+	// Readers look in main first; fresh holds at most max(64, √len(main)).
 	main, fresh atomic.Pointer[map[string]*row]
-	columns     int
+	// Writers' fields on another cache line than the readers' pointers:
+	// taking the lock must not evict those from the other CPUs' caches.
+	_       [64]byte
+	columns int
+	mu      sync.Mutex
 	// copied counts rows copied into new maps (tests bound it).
 	copied int
 }
@@ -67,10 +70,15 @@ func load(p *atomic.Pointer[map[string]*row]) map[string]*row {
 }
 
 func (t *Table) row(node string) *row {
+	// fresh before main: a merge publishes the new main before it empties
+	// fresh, so a row that was in fresh is in one of the two read here. (The
+	// other order could read main before a merge and fresh after it, and
+	// miss the node.)
+	fresh := load(&t.fresh)
 	if r := load(&t.main)[node]; r != nil {
 		return r
 	}
-	return load(&t.fresh)[node]
+	return fresh[node]
 }
 
 // addLocked makes node's row.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -206,4 +207,43 @@ func TestSlotsConcurrentReaders(t *testing.T) {
 	if got := s.Get("n7"); got == nil || *got != 997 {
 		t.Errorf("n7 = %v, want 997", got)
 	}
+}
+
+// A node's value stays visible while other nodes arrive and the small map
+// is merged into the large one (readers take no lock): readers keep asking
+// for the latest node set, which is in the small map until a merge moves it.
+func TestRowsStayVisibleThroughMerges(t *testing.T) {
+	s := NewSlots[int](nil)
+	names := make([]string, 20000)
+	for i := range names {
+		names[i] = fmt.Sprintf("node-%d", i)
+	}
+	one := 1
+	s.Set(names[0], &one)
+	var latest atomic.Int64 // the last node whose Set returned
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var missed sync.Once
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					if i := latest.Load(); s.Get(names[i]) == nil {
+						missed.Do(func() { t.Errorf("%s missing after it was set", names[i]) })
+					}
+				}
+			}
+		}()
+	}
+	for i := 1; i < len(names); i++ {
+		s.Set(names[i], &one)
+		latest.Store(int64(i))
+	}
+	close(stop)
+	wg.Wait()
 }
