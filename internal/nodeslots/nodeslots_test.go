@@ -161,29 +161,38 @@ func TestFullTable(t *testing.T) {
 	}
 }
 
-// Readers run while writers add nodes and swap values (go test -race).
-func TestSlotsConcurrentReaders(t *testing.T) {
-	table := &Table{}
-	s, other := NewSlots[int](table), NewSlots[int](table)
+// readers runs read in n goroutines until the returned stop is called.
+func readers(n int, read func()) (stop func()) {
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for r := 0; r < 4; r++ {
+	done := make(chan struct{})
+	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				select {
-				case <-stop:
+				case <-done:
 					return
 				default:
-					if v := s.Get("n7"); v != nil && *v < 0 {
-						t.Error("negative value")
-					}
-					other.Get("m3")
+					read()
 				}
 			}
 		}()
 	}
+	return func() { close(done); wg.Wait() }
+}
+
+// Readers run while writers add nodes and swap values (go test -race).
+func TestSlotsConcurrentReaders(t *testing.T) {
+	table := &Table{}
+	s, other := NewSlots[int](table), NewSlots[int](table)
+	stop := readers(4, func() {
+		if v := s.Get("n7"); v != nil && *v < 0 {
+			t.Error("negative value")
+		}
+		other.Get("m3")
+	})
+	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -202,8 +211,8 @@ func TestSlotsConcurrentReaders(t *testing.T) {
 			s.Delete("n9")
 		}
 	}
-	close(stop)
 	wg.Wait()
+	stop()
 	if got := s.Get("n7"); got == nil || *got != 997 {
 		t.Errorf("n7 = %v, want 997", got)
 	}
@@ -221,29 +230,15 @@ func TestRowsStayVisibleThroughMerges(t *testing.T) {
 	one := 1
 	s.Set(names[0], &one)
 	var latest atomic.Int64 // the last node whose Set returned
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
 	var missed sync.Once
-	for r := 0; r < 2; r++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					if i := latest.Load(); s.Get(names[i]) == nil {
-						missed.Do(func() { t.Errorf("%s missing after it was set", names[i]) })
-					}
-				}
-			}
-		}()
-	}
+	stop := readers(2, func() {
+		if i := latest.Load(); s.Get(names[i]) == nil {
+			missed.Do(func() { t.Errorf("%s missing after it was set", names[i]) })
+		}
+	})
 	for i := 1; i < len(names); i++ {
 		s.Set(names[i], &one)
 		latest.Store(int64(i))
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 }
