@@ -317,16 +317,17 @@ func (p *Plugin) turnAway(st *podState, pod *corev1.Pod) {
 
 // placement is a feasible way to bind a pod on one node.
 type placement struct {
-	available cpuset.CPUSet
-	caps      []NUMACapacity
-	req       Request
+	available      cpuset.CPUSet
+	caps           []NUMACapacity
+	threadsPerCore int
+	req            Request
 }
 
 // fit narrows a node's available CPUs to those the pod may use (exclusivity,
 // NUMA memory) and checks the count; the error names what is missing.
 func fit(view *NodeView, r *podRequest, b binding, pack bool) (placement, error) {
 	topo := view.Topo
-	pl := placement{available: view.Available, caps: view.Caps,
+	pl := placement{available: view.Available, caps: view.Caps, threadsPerCore: view.threadsPerCore,
 		req: Request{Count: b.count, Policy: b.policy, Pack: pack}}
 	masked := false
 	var why []string
@@ -370,7 +371,7 @@ func fit(view *NodeView, r *podRequest, b binding, pack bool) (placement, error)
 	if masked {
 		pl.caps = topo.Capacity(pl.available)
 	}
-	if err := Fits(pl.caps, topo.ThreadsPerCore(), pl.req); err != nil {
+	if err := Fits(pl.caps, pl.threadsPerCore, pl.req); err != nil {
 		msg := fmt.Sprintf("cannot bind %d CPUs by %s", b.count, b.policy)
 		if pl.req.SingleNUMANode {
 			msg += " on a single NUMA node (" + string(b.numaPolicy) + ")"
@@ -437,7 +438,7 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 	if err != nil {
 		return 0, nil
 	}
-	return (p.scoreNode(view, b, req) + p.scoreNUMA(view.Topo, pl)) / 2, nil
+	return (p.scoreNode(view, b, req) + p.scoreNUMA(pl)) / 2, nil
 }
 
 func (p *Plugin) scoreNode(view *NodeView, b binding, r *podRequest) int64 {
@@ -461,11 +462,11 @@ func (p *Plugin) scoreNode(view *NodeView, b binding, r *podRequest) int64 {
 
 // scoreNUMA is 0 when the pod must span NUMA nodes; otherwise the best NUMA
 // node that can hold it, scored by the NUMA strategy.
-func (p *Plugin) scoreNUMA(topo *Topology, pl placement) int64 {
+func (p *Plugin) scoreNUMA(pl placement) int64 {
 	full := pl.req.Policy != extension.CPUBindPolicySpreadByPCPUs
 	need := int64(pl.req.Count)
 	if full {
-		need /= int64(topo.ThreadsPerCore())
+		need /= int64(pl.threadsPerCore)
 	}
 	best := int64(0)
 	for _, c := range pl.caps {

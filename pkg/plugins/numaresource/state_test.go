@@ -3,6 +3,7 @@ package numaresource
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/internal/topologytest"
 )
 
 func boundPod(name, node, status string) *corev1.Pod {
@@ -153,5 +155,31 @@ func TestAvailable(t *testing.T) {
 	}
 	if got := Allocatable(info).Difference(cpuset.New(2)); !got.Equals(cpuset.New(3, 5, 6, 7)) {
 		t.Errorf("available = %s, want 3,5-7 (all minus reserved 0,4, kubelet-pinned 1, held 2)", got)
+	}
+}
+
+// A node's view keeps its NUMA capacities (up to two NUMA nodes) and its
+// threads per core in its own allocation: Filter and Score read those for
+// every binding pod and node, and another object would be another miss.
+func TestViewKeepsWhatFilterReadsTogether(t *testing.T) {
+	for _, tc := range []struct {
+		numa   int
+		inline bool
+	}{{1, true}, {2, true}, {4, false}} {
+		s := NewState(nil)
+		s.SetTopology("n1", topologytest.Linux(1, tc.numa, 2, 2, 1<<30), nil)
+		v, err := s.View("n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Caps) != tc.numa || v.threadsPerCore != 2 {
+			t.Fatalf("%d NUMA nodes: %d capacities, %d threads per core", tc.numa, len(v.Caps), v.threadsPerCore)
+		}
+		if inline := &v.Caps[0] == &v.capsInline[0]; inline != tc.inline {
+			t.Errorf("%d NUMA nodes: capacities in the view's allocation = %v, want %v", tc.numa, inline, tc.inline)
+		}
+		if got := v.Topo.Capacity(v.Available); !slices.Equal(got, v.Caps) {
+			t.Errorf("%d NUMA nodes: capacities %v, want %v", tc.numa, v.Caps, got)
+		}
 	}
 }
