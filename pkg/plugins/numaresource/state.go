@@ -306,11 +306,11 @@ func (s *State) Held(node string) cpuset.CPUSet {
 	return cpuset.New()
 }
 
-// View is a node's free capacity, or the error that keeps it from binding
-// CPUs (no numa-info ConfigMap, or a malformed one).
 // Built is node's view when it is built, nil otherwise: no lock, no build.
 func (s *State) Built(node string) *NodeView { return s.views.Get(node) }
 
+// View is a node's free capacity, or the error that keeps it from binding
+// CPUs (no numa-info ConfigMap, or a malformed one).
 func (s *State) View(node string) (*NodeView, error) {
 	if v := s.views.Get(node); v != nil {
 		return v, nil

@@ -384,7 +384,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	// Written even when Filter is skipped: Score, Reserve and the other
 	// plugins' Holds read it.
 	cs.Write(stateKey, s)
-	if m := p.cache.most.Load(); !s.required && m.milliCPU == 0 && m.memory == 0 {
+	if milliCPU, memory, _ := s.Most(); !s.required && milliCPU == 0 && memory == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return nil, nil
