@@ -17,15 +17,45 @@ import (
 type histograms map[string]*dto.Histogram
 
 func snapshot(names ...string) (histograms, error) {
+	h, _, err := gather(names...)
+	return h, err
+}
+
+// counters is a snapshot of the scheduler's counters, keyed as histograms.
+type counters map[string]float64
+
+// sum is what the counters of name whose labels include all of match
+// ("k=v") gained since before.
+func (after counters) sum(before counters, name string, match ...string) float64 {
+	var total float64
+	for k, v := range after {
+		if !strings.HasPrefix(k, name+",") && k != name {
+			continue
+		}
+		ok := true
+		for _, m := range match {
+			if !strings.Contains(k+",", ","+m+",") {
+				ok = false
+			}
+		}
+		if ok {
+			total += v - before[k]
+		}
+	}
+	return total
+}
+
+// gather reads names from the registry the in-process scheduler records into.
+func gather(names ...string) (histograms, counters, error) {
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = true
 	}
-	out := histograms{}
+	out, sums := histograms{}, counters{}
 	for _, f := range families {
 		if !want[f.GetName()] {
 			continue
@@ -34,9 +64,12 @@ func snapshot(names ...string) (histograms, error) {
 			if h := m.GetHistogram(); h != nil {
 				out[key(f.GetName(), m.GetLabel())] = h
 			}
+			if c := m.GetCounter(); c != nil {
+				sums[key(f.GetName(), m.GetLabel())] = c.GetValue()
+			}
 		}
 	}
-	return out, nil
+	return out, sums, nil
 }
 
 func key(name string, labels []*dto.LabelPair) string {

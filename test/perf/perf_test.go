@@ -11,8 +11,10 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -107,6 +109,8 @@ type result struct {
 	avg, p50               float64 // pods/s: all measured pods / time; median of 1-second windows
 	attemptP50, attemptP99 float64 // ms
 	heapMB                 float64
+	attempts               float64 // scheduling attempts per measured pod (1: none retried)
+	searched               float64 // nodes Filter ran on per measured pod
 	points                 map[string]float64 // extension point → p99 ms
 	plugins                map[string]float64 // plugin/extension point → p99 ms
 }
@@ -148,6 +152,8 @@ func BenchmarkScheduler(b *testing.B) {
 				b.ReportMetric(r.attemptP50, "attempt-p50-ms")
 				b.ReportMetric(r.attemptP99, "attempt-p99-ms")
 				b.ReportMetric(r.heapMB, "heap-MB")
+				b.ReportMetric(r.attempts, "attempts/pod")
+				b.ReportMetric(r.searched, "filtered-nodes/pod")
 				b.ReportMetric(0, "ns/op") // one run of the whole case, not an op
 			})
 		}
@@ -224,7 +230,8 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 	progress("%s: warm-up done", c.name)
 
 	names := []string{"scheduler_scheduling_attempt_duration_seconds", "scheduler_framework_extension_point_duration_seconds", "scheduler_plugin_execution_duration_seconds"}
-	before, err := snapshot(names...)
+	counted := []string{"scheduler_plugin_evaluation_total", "scheduler_schedule_attempts_total"}
+	before, beforeCounts, err := gather(append(names, counted...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -255,7 +262,7 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 		}
 	}
 	elapsed := time.Unix(0, bound.last.Load()).Sub(start)
-	after, err := snapshot(names...)
+	after, afterCounts, err := gather(append(names, counted...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -265,9 +272,20 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 	runtime.GC()
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
+	if dir := os.Getenv("KOORD_PERF_HEAP_PROFILES"); dir != "" {
+		if err := writeHeapProfile(filepath.Join(dir, strings.ReplaceAll(c.name, "/", "-")+".heap")); err != nil {
+			b.Fatal(err)
+		}
+	}
 
 	r := result{name: c.name, mix: c.mix.name, pods: sz.measuredPods, avg: float64(sz.measuredPods) / elapsed.Seconds(), p50: median(windows), heapMB: float64(mem.HeapInuse) / (1 << 20),
 		points: map[string]float64{}, plugins: map[string]float64{}}
+	r.attempts = afterCounts.sum(beforeCounts, counted[1]) / float64(sz.measuredPods)
+	// Every Filter plugin without a PreFilter skip sees every node searched,
+	// so the most evaluated one counts the nodes searched.
+	for _, plugin := range after.labelValues(names[2], "plugin") {
+		r.searched = max(r.searched, afterCounts.sum(beforeCounts, counted[0], "plugin="+plugin, "extension_point=Filter")/float64(sz.measuredPods))
+	}
 	attempts := after.since(before, names[0], "result=scheduled")
 	r.attemptP50, r.attemptP99 = attempts.quantile(0.5)*1000, attempts.quantile(0.99)*1000
 	for _, point := range after.labelValues(names[1], "extension_point") {
@@ -283,6 +301,20 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 		}
 	}
 	return r
+}
+
+// writeHeapProfile keeps what is live at the end of the measured phase, by
+// where it was allocated (go tool pprof -sample_index=inuse_space).
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // progress goes to stderr with the time: setup dominates a case's wall time.
@@ -315,10 +347,10 @@ func report(b *testing.B, rep int, results []result) {
 		}
 		return fmt.Sprintf("%.2f", f(r)/f(s))
 	}
-	out := "\n| case | mix | pods | pods/s (avg) | ratio | pods/s (p50 of 1 s) | ratio | attempt p50 ms | attempt p99 ms | heap MB |\n|---|---|---|---|---|---|---|---|---|---|\n"
+	out := "\n| case | mix | pods | pods/s (avg) | ratio | pods/s (p50 of 1 s) | ratio | attempt p50 ms | attempt p99 ms | heap MB | attempts/pod | nodes filtered/pod |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 	for _, r := range results {
-		out += fmt.Sprintf("| %s | %s | %d | %.0f | %s | %.0f | %s | %.1f | %.1f | %.0f |\n", r.name, r.mix, r.pods,
-			r.avg, ratio(r, func(r result) float64 { return r.avg }), r.p50, ratio(r, func(r result) float64 { return r.p50 }), r.attemptP50, r.attemptP99, r.heapMB)
+		out += fmt.Sprintf("| %s | %s | %d | %.0f | %s | %.0f | %s | %.1f | %.1f | %.0f | %.2f | %.0f |\n", r.name, r.mix, r.pods,
+			r.avg, ratio(r, func(r result) float64 { return r.avg }), r.p50, ratio(r, func(r result) float64 { return r.p50 }), r.attemptP50, r.attemptP99, r.heapMB, r.attempts, r.searched)
 	}
 	out += "\np99 per extension point, ms:\n\n" + table(results, func(r result) map[string]float64 { return r.points })
 	out += "\np99 per plugin and extension point (the scheduler samples 10 percent of cycles), ms; Koord plugins and NodeResourcesFit:\n\n" +
