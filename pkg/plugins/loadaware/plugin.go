@@ -20,6 +20,7 @@ import (
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	"github.com/koord-project/koord/internal/cyclememo"
 	"github.com/koord-project/koord/internal/nodeslots"
 	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
 	"github.com/koord-project/koord/pkg/plugins/koordclient"
@@ -61,6 +62,9 @@ type Plugin struct {
 	// must not place pods on nodes it has not yet seen to be busy.
 	synced []cache.InformerSynced
 	ready  atomic.Bool
+
+	// scores carries each node's score from Filter to Score in a cycle.
+	scores cyclememo.Table
 }
 
 // Name returns the plugin's name.
@@ -170,6 +174,9 @@ type podState struct {
 	// holds is the pod's reservation.Holds, read once per cycle instead
 	// of once per node.
 	holds reservation.HoldsOnce
+	// scores is this cycle's memo of node scores, left by Filter; zero
+	// when PreFilter did not run.
+	scores cyclememo.Cycle
 }
 
 func (s *podState) Clone() fwk.StateData { return s }
@@ -198,7 +205,7 @@ func (p *Plugin) podState(state fwk.CycleState, pod *corev1.Pod) *podState {
 }
 
 // PreFilter computes the pod's estimated usage once for all nodes.
-func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	// kube-scheduler waits for its own handlers, not for plugins'.
 	if !p.ready.Load() {
 		if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
@@ -206,7 +213,9 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 		}
 		p.ready.Store(true)
 	}
-	state.Write(stateKey, p.computePodState(pod))
+	s := p.computePodState(pod)
+	s.scores = p.scores.Begin(len(nodes))
+	state.Write(stateKey, s)
 	return nil, nil
 }
 
@@ -222,12 +231,14 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	node := nodeInfo.Node()
 	est := p.cache.estimate(node.Name)
 	if est == nil {
+		s.scores.Put(node, 0)
 		return nil // no NodeMetric yet: nothing to judge by
 	}
 	if p.expired(s, est) {
 		if p.args.FilterExpiredNodeMetrics && !p.args.EnableScheduleWhenNodeMetricsExpired {
 			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node metric of %s expired (updated %s ago)", node.Name, p.now().Sub(est.updateTime()).Round(time.Second)))
 		}
+		s.scores.Put(node, 0)
 		return nil
 	}
 	usage, prod := p.usageThresholds, p.prodThresholds
@@ -237,12 +248,14 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	alloc := nodeInfo.GetAllocatable()
 	var buf [maxResources]int64
 	podEst := s.estimate
-	if holds := s.holds.Get(state); holds != nil {
+	holds := s.holds.Get(state)
+	if holds != nil {
 		// Most nodes pass even if they held the most any node's
 		// reservations hold: then this node's own need not be looked up.
 		if milliCPU, memory, _ := holds.Most(); milliCPU > 0 || memory > 0 {
 			worst := p.addHeld(s.estimate, milliCPU, memory, buf[:0])
 			if p.over(est, filterUsage, worst, usage, alloc) < 0 && (!s.prod || !hasAny(prod) || p.over(est, prodUsage, worst, prod, alloc) < 0) {
+				s.scores.Put(node, p.score(s, est, p.withReservations(holds, node.Name, s.estimate, buf[:0]), alloc))
 				return nil
 			}
 			podEst = p.withReservations(holds, node.Name, s.estimate, buf[:0])
@@ -252,8 +265,11 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		return st
 	}
 	if s.prod && hasAny(prod) {
-		return p.check(est, prodUsage, podEst, prod, alloc, "prod ")
+		if st := p.check(est, prodUsage, podEst, prod, alloc, "prod "); st != nil {
+			return st
+		}
 	}
+	s.scores.Put(node, p.score(s, est, podEst, alloc))
 	return nil
 }
 
@@ -366,22 +382,31 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1
 
 // Score is the weighted least-used (or most-used) share of allocatable,
 // 0–100, from the same estimate Filter uses. Nodes without a fresh metric score 0.
+// Filter worked it out already for nodes it passed in this cycle.
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	est := p.cache.estimate(nodeInfo.Node().Name)
-	if est == nil || p.weightSum == 0 {
+	s := p.podState(state, pod)
+	node := nodeInfo.Node()
+	if v, ok := s.scores.Get(node); ok {
+		return v, nil
+	}
+	est := p.cache.estimate(node.Name)
+	if est == nil || p.expired(s, est) {
 		return 0, nil
 	}
-	s := p.podState(state, pod)
-	if p.expired(s, est) {
-		return 0, nil
+	var buf [maxResources]int64
+	return p.score(s, est, p.withReservations(s.holds.Get(state), node.Name, s.estimate, buf[:0]), nodeInfo.GetAllocatable()), nil
+}
+
+// score is Score's value for a node with a fresh estimate, podEst being the
+// pod's estimate with what the node's reservations hold against it.
+func (p *Plugin) score(s *podState, est *nodeEstimate, podEst vector, alloc fwk.Resource) int64 {
+	if p.weightSum == 0 {
+		return 0
 	}
 	usage := scoreUsage
 	if s.prod && p.args.ScoreAccordingProdUsage {
 		usage = prodUsage
 	}
-	alloc := nodeInfo.GetAllocatable()
-	var buf [maxResources]int64
-	podEst := p.withReservations(s.holds.Get(state), nodeInfo.Node().Name, s.estimate, buf[:0])
 	var total int64
 	for i, w := range p.weights {
 		if w == 0 {
@@ -398,7 +423,7 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 		}
 		total += score * w
 	}
-	return total / p.weightSum, nil
+	return total / p.weightSum
 }
 
 // ScoreExtensions is nil: scores are already 0–100.

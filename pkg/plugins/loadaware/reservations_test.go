@@ -6,8 +6,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/ptr"
 
+	configv1 "github.com/koord-project/koord/apis/config/v1"
+	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/pkg/reservation"
 	"github.com/koord-project/koord/pkg/reservation/reservationtest"
 )
@@ -48,5 +53,66 @@ func TestReservationsCountAsLoad(t *testing.T) {
 	// node holds) does not fit, the node's own figure does.
 	if _, err := run(&reservationtest.Holds{Node: "n2", HeldBy: []reservation.Hold{r}}); err != nil {
 		t.Errorf("a reservation on n2 turned the pod away from n1: %v", err)
+	}
+}
+
+// Score in the cycle of a Filter that passed the node returns what Filter
+// worked out (the memo), equal to what Score works out on its own, for
+// every path through Filter: no reservations, a stranger beside one, the
+// shortcut past the most any node holds, the owner, a prod pod.
+func TestScoreReusesFilter(t *testing.T) {
+	clk := &clock{t0}
+	r := reservation.Hold{Name: "r", UID: "r", MilliCPU: 1000, Memory: 1 << 30}
+	holds := map[string]reservation.Holds{
+		"none":                 nil,
+		"stranger here":        &reservationtest.Holds{HeldBy: []reservation.Hold{r}},
+		"held on another node": &reservationtest.Holds{Node: "n2", HeldBy: []reservation.Hold{r}},
+		"owner":                &reservationtest.Holds{Use: &r},
+	}
+	pods := map[string]*corev1.Pod{
+		"batch": makePod("p", rl("1", "1Gi"), nil, 5000),
+		"prod":  makePod("q", rl("500m", "2Gi"), nil, 9000),
+	}
+	for _, strategy := range []configv1.ScoringStrategy{"LeastUsed", "MostUsed"} {
+		p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
+			a.ScoringStrategy = strategy
+			a.ScoreAccordingProdUsage = ptr.To(true)
+		}), nil, clk.now, nil)
+		node := makeNode("n1", "10", "100Gi")
+		for hname, h := range holds {
+			for pname, pod := range pods {
+				p.cache.setMetric("n1", metric("n1", t0, "3", "20Gi", podMetric("web", "1", "4Gi", extension.PriorityProd)))
+				state := func() fwk.CycleState {
+					cs := framework.NewCycleState()
+					if h != nil {
+						cs.Write(reservation.HoldsStateKey, h)
+					}
+					return cs
+				}
+				cs := state()
+				p.PreFilter(context.Background(), cs, pod, []fwk.NodeInfo{nodeInfo(node)})
+				ni := nodeInfo(node)
+				if st := p.Filter(context.Background(), cs, pod, ni); !st.IsSuccess() {
+					t.Fatalf("%s/%s/%s: %v", strategy, hname, pname, st.AsError())
+				}
+				alone := func() int64 {
+					fresh := state()
+					p.PreScore(context.Background(), fresh, pod, nil)
+					v, _ := p.Score(context.Background(), fresh, pod, ni)
+					return v
+				}
+				want := alone()
+				// The node gets busier after Filter: this cycle's Score
+				// still scores what Filter judged, a new cycle the load.
+				p.cache.setMetric("n1", metric("n1", t0, "6", "60Gi"))
+				got, _ := p.Score(context.Background(), cs, pod, ni)
+				if got != want {
+					t.Errorf("%s/%s/%s: Score after Filter %d, on its own %d", strategy, hname, pname, got, want)
+				}
+				if later := alone(); later == want {
+					t.Errorf("%s/%s/%s: the busier node scores %d as before; the test cannot tell the memo was read", strategy, hname, pname, later)
+				}
+			}
+		}
 	}
 }

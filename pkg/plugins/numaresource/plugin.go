@@ -26,6 +26,7 @@ import (
 	"github.com/koord-project/koord/apis/config"
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/internal/cyclememo"
 	"github.com/koord-project/koord/internal/nodeslots"
 	"github.com/koord-project/koord/pkg/plugins/podbinding"
 	"github.com/koord-project/koord/pkg/reservation"
@@ -76,6 +77,9 @@ type Plugin struct {
 	// binding says whether the profile binds with podbinding (the chosen
 	// CPUs ride on the Binding) or needs the PreBind patch.
 	binding podbinding.Profile
+
+	// scores carries each node's score from Filter to Score in a cycle.
+	scores cyclememo.Table
 }
 
 // scorer turns free and used amounts into 0-100 by a scoring strategy.
@@ -230,6 +234,8 @@ type podState struct {
 	turnedAway atomic.Bool
 	// holds is the pod's reservation.Holds, read once per cycle.
 	holds reservation.HoldsOnce
+	// scores is this cycle's memo of node scores, left by Filter.
+	scores cyclememo.Cycle
 }
 
 func (s *podState) Clone() fwk.StateData { return s }
@@ -243,7 +249,7 @@ type reserved struct {
 func (r *reserved) Clone() fwk.StateData { return r }
 
 // PreFilter reads the pod once; pods that can bind CPUs nowhere skip the plugin.
-func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if !p.ready.Load() {
 		if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
 			return nil, fwk.AsStatus(errors.New("pods and node topologies are not synced yet"))
@@ -257,7 +263,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	if !req.mayBind() && req.numaPolicy == extension.NUMATopologyPolicyNone {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	cs.Write(podStateKey, &podState{req: req})
+	cs.Write(podStateKey, &podState{req: req, scores: p.scores.Begin(len(nodes))})
 	return nil, nil
 }
 
@@ -290,6 +296,7 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	if !binds {
+		st.scores.Put(node, 0)
 		return nil
 	}
 	if view == nil {
@@ -299,10 +306,14 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 		}
 	}
 	view, _ = p.forPod(st, cs, node.Name, view)
-	if _, err := fit(view, req, b, false); err != nil {
+	pl, err := fit(view, req, b, false)
+	if err != nil {
 		p.turnAway(st, pod)
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
+	// Score's value, while the view is at hand (packing decides which CPUs
+	// Reserve takes, not whether the pod fits or how the node scores).
+	st.scores.Put(node, p.score(view, b, req, pl))
 	return nil
 }
 
@@ -421,6 +432,9 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 	if status != nil {
 		return 0, status
 	}
+	if v, ok := st.scores.Get(nodeInfo.Node()); ok {
+		return v, nil // Filter worked it out in this cycle
+	}
 	req := st.req
 	node := nodeInfo.Node()
 	view := p.state.Built(node.Name) // as in Filter
@@ -438,7 +452,12 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 	if err != nil {
 		return 0, nil
 	}
-	return (p.scoreNode(view, b, req) + p.scoreNUMA(pl)) / 2, nil
+	return p.score(view, b, req, pl), nil
+}
+
+// score is Score's value for a node where the pod fits as pl.
+func (p *Plugin) score(view *NodeView, b binding, r *podRequest, pl placement) int64 {
+	return (p.scoreNode(view, b, r) + p.scoreNUMA(pl)) / 2
 }
 
 func (p *Plugin) scoreNode(view *NodeView, b binding, r *podRequest) int64 {

@@ -583,3 +583,68 @@ func TestConcurrentReserveAndEvents(t *testing.T) {
 		t.Errorf("held %d CPUs, pods hold %d", got, len(seen))
 	}
 }
+
+// Score in the cycle of a Filter that passed the node returns what Filter
+// worked out, equal to what Score works out on its own, under each scoring
+// strategy and for nodes where the pod binds nothing.
+func TestScoreReusesFilter(t *testing.T) {
+	for _, strategies := range [][2]string{{"LeastAllocated", "LeastAllocated"}, {"MostAllocated", "MostAllocated"}} {
+		f := newFixture(t, defaultArgs(t, func(a *configv1.NodeNUMAResourceArgs) {
+			a.ScoringStrategy = &configv1.ResourceScoringStrategy{Type: configv1.ScoringType(strategies[0])}
+			a.NUMAScoringStrategy = &configv1.ResourceScoringStrategy{Type: configv1.ScoringType(strategies[1])}
+		}), node("empty", nil), node("busy", nil), node("split", nil),
+			node("none", map[string]string{extension.LabelNodeCPUBindPolicy: string(extension.NodeCPUBindPolicyNone)}))
+		for _, n := range []string{"empty", "busy", "none"} {
+			f.publish(n, topologytest.Linux(1, 1, 8, 2, 16*gi))
+		}
+		f.publish("split", topologytest.Linux(1, 2, 4, 2, 8*gi))
+		mustSchedule(t, f, lsr("x", "6", "4Gi", nil), "busy")
+		ls := withQoS(lsr("ls", "2", "1Gi", map[string]string{extension.AnnotationResourceSpec: `{"preferredCPUBindPolicy":"SpreadByPCPUs"}`}), "LS")
+		for _, pod := range []*corev1.Pod{lsr("p", "2", "1Gi", nil), lsr("big", "10", "", nil), ls} {
+			cs, st, filtered := f.cycle(pod)
+			if st != nil {
+				t.Fatalf("%s: PreFilter %v", pod.Name, st.AsError())
+			}
+			for name, n := range f.nodes {
+				if !filtered[name].IsSuccess() {
+					continue
+				}
+				ni := framework.NewNodeInfo()
+				ni.SetNode(n)
+				alone := func() int64 {
+					fresh := framework.NewCycleState()
+					f.p.PreFilter(context.Background(), fresh, pod, nil)
+					v, _ := f.p.Score(context.Background(), fresh, pod, ni)
+					return v
+				}
+				want := alone()
+				got, _ := f.p.Score(context.Background(), cs, pod, ni)
+				if got != want {
+					t.Errorf("%v/%s on %s: Score after Filter %d, on its own %d", strategies, pod.Name, name, got, want)
+				}
+			}
+		}
+		// koordlet republishes the node's topology, smaller, after Filter:
+		// this cycle's Score scores what Filter saw, the next cycle the
+		// smaller node.
+		pod := lsr("q", "2", "1Gi", nil)
+		cs, _, filtered := f.cycle(pod)
+		if !filtered["empty"].IsSuccess() {
+			t.Fatalf("%v: %v", strategies, filtered["empty"].AsError())
+		}
+		ni := framework.NewNodeInfo()
+		ni.SetNode(f.nodes["empty"])
+		fresh := framework.NewCycleState()
+		f.p.PreFilter(context.Background(), fresh, pod, nil)
+		before, _ := f.p.Score(context.Background(), fresh, pod, ni)
+		f.publish("empty", topologytest.Linux(1, 1, 4, 2, 8*gi))
+		if got, _ := f.p.Score(context.Background(), cs, pod, ni); got != before {
+			t.Errorf("%v: Score in Filter's cycle %d, want %d as Filter saw the node", strategies, got, before)
+		}
+		fresh = framework.NewCycleState()
+		f.p.PreFilter(context.Background(), fresh, pod, nil)
+		if after, _ := f.p.Score(context.Background(), fresh, pod, ni); after == before {
+			t.Errorf("%v: the smaller node scores %d as before; the test cannot tell the memo was read", strategies, after)
+		}
+	}
+}
