@@ -109,8 +109,8 @@ type result struct {
 	avg, p50               float64 // pods/s: all measured pods / time; median of 1-second windows
 	attemptP50, attemptP99 float64 // ms
 	heapMB                 float64
-	attempts               float64 // scheduling attempts per measured pod (1: none retried)
-	searched               float64 // nodes Filter ran on per measured pod
+	attempts               float64            // scheduling attempts per measured pod (1: none retried)
+	searched               float64            // nodes Filter ran on per measured pod
 	points                 map[string]float64 // extension point → p99 ms
 	plugins                map[string]float64 // plugin/extension point → p99 ms
 }
