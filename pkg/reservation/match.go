@@ -166,6 +166,26 @@ func Usable(r *schedulingv1alpha1.Reservation, pod *corev1.Pod, affinity *extens
 
 // UsableBy is Usable with r's owners already compiled.
 func UsableBy(r *schedulingv1alpha1.Reservation, owners Owners, pod *corev1.Pod, affinity *extension.ReservationAffinity) (bool, string) {
+	if ok, why := consumable(r, pod); !ok {
+		return false, why
+	}
+	if !owners.Match(pod) {
+		return false, fmt.Sprintf("the pod is not an owner of reservation %s", r.Name)
+	}
+	return admits(r, pod, affinity)
+}
+
+// UsableByOwner is UsableBy for a pod the caller has matched against r's
+// owners already (matching is most of the cost, per node and cycle).
+func UsableByOwner(r *schedulingv1alpha1.Reservation, pod *corev1.Pod, affinity *extension.ReservationAffinity) (bool, string) {
+	if ok, why := consumable(r, pod); !ok {
+		return false, why
+	}
+	return admits(r, pod, affinity)
+}
+
+// consumable says whether r can be consumed now at all, and by pods like pod.
+func consumable(r *schedulingv1alpha1.Reservation, pod *corev1.Pod) (bool, string) {
 	switch {
 	case !IsAvailable(r):
 		return false, fmt.Sprintf("reservation %s is %s", r.Name, phaseOf(r))
@@ -173,9 +193,12 @@ func UsableBy(r *schedulingv1alpha1.Reservation, owners Owners, pod *corev1.Pod,
 		return false, fmt.Sprintf("reservation %s is unschedulable", r.Name)
 	case extension.IsReservationIgnored(pod):
 		return false, fmt.Sprintf("the pod is labelled %s=true", extension.LabelReservationIgnored)
-	case !owners.Match(pod):
-		return false, fmt.Sprintf("the pod is not an owner of reservation %s", r.Name)
 	}
+	return true, ""
+}
+
+// admits applies r's taints and the pod's reservation-affinity.
+func admits(r *schedulingv1alpha1.Reservation, pod *corev1.Pod, affinity *extension.ReservationAffinity) (bool, string) {
 	tolerations := pod.Spec.Tolerations
 	if affinity != nil && len(affinity.Tolerations) > 0 {
 		tolerations = append(append([]corev1.Toleration(nil), tolerations...), affinity.Tolerations...)

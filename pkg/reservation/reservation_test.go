@@ -138,6 +138,13 @@ func TestUsable(t *testing.T) {
 		if ok != wantOK || !strings.Contains(why, wantWhy) {
 			t.Errorf("%s: Usable = %v %q, want %v %q", name, ok, why, wantOK, wantWhy)
 		}
+		// For owners, UsableByOwner (the owners matched by the caller)
+		// gives the same answer and reason.
+		if CompileOwners(r).Match(pod) {
+			if ok2, why2 := UsableByOwner(r, pod, a); ok2 != ok || why2 != why {
+				t.Errorf("%s: UsableByOwner = %v %q, Usable %v %q", name, ok2, why2, ok, why)
+			}
+		}
 	}
 	check("available, owner", reservation("r1", owner), web, nil, true, "")
 	pending := reservation("r1", owner)

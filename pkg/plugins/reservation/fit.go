@@ -28,17 +28,19 @@ type choice struct {
 
 // choose relates pod to views. A placeholder (a reservation being scheduled)
 // consumes none: every reservation on the node is held against it.
-func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, affinity *extension.ReservationAffinity, placeholder bool) choice {
+// reqMilliCPU and reqMemory are req's CPU and memory, worked out once per
+// cycle by the caller.
+func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, reqMilliCPU, reqMemory int64, affinity *extension.ReservationAffinity, placeholder bool) choice {
 	var c choice
 	var bestLeft int64
 	var partial *View // the Aligned reservation covering most of the pod
-	reqMilliCPU, reqMemory := req.Cpu().MilliValue(), req.Memory().Value()
 	for i := range views {
 		v := &views[i]
 		// Most pods own none of a node's reservations: settle those before
-		// UsableBy, whose reasons (formatted strings) only owners need.
+		// the other checks, whose reasons (formatted strings) only owners
+		// need.
 		if !placeholder && v.owners.Match(pod) {
-			ok, why := reservation.UsableBy(v.Reservation, v.owners, pod, affinity)
+			ok, why := reservation.UsableByOwner(v.Reservation, pod, affinity)
 			if ok {
 				if short := v.shortFor(req, reqMilliCPU, reqMemory); short == "" {
 					left := v.remMilliCPU

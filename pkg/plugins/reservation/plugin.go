@@ -258,7 +258,7 @@ func (s *podState) on(node string) *nodeChoice {
 	if n != nil {
 		return n
 	}
-	c := choose(sum.views, s.pod, s.req, s.affinity, s.placeholder)
+	c := choose(sum.views, s.pod, s.req, s.reqMilliCPU, s.reqMemory, s.affinity, s.placeholder)
 	s.memo.mu.Lock()
 	defer s.memo.mu.Unlock()
 	if prev := s.memo.get(node); prev != nil {
@@ -468,7 +468,7 @@ func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	if len(views) == 0 {
 		return nil
 	}
-	c := choose(views, pod, s.req, s.affinity, false)
+	c := choose(views, pod, s.req, s.reqMilliCPU, s.reqMemory, s.affinity, false)
 	if c.use == nil {
 		return nil
 	}
