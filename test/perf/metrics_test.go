@@ -16,11 +16,6 @@ import (
 // (the registry lives as long as the process, across cases).
 type histograms map[string]*dto.Histogram
 
-func snapshot(names ...string) (histograms, error) {
-	h, _, err := gather(names...)
-	return h, err
-}
-
 // counters is a snapshot of the scheduler's counters, keyed as histograms.
 type counters map[string]float64
 
@@ -29,20 +24,25 @@ type counters map[string]float64
 func (after counters) sum(before counters, name string, match ...string) float64 {
 	var total float64
 	for k, v := range after {
-		if !strings.HasPrefix(k, name+",") && k != name {
-			continue
-		}
-		ok := true
-		for _, m := range match {
-			if !strings.Contains(k+",", ","+m+",") {
-				ok = false
-			}
-		}
-		if ok {
+		if matches(k, name, match) {
 			total += v - before[k]
 		}
 	}
 	return total
+}
+
+// matches says whether key (see key) is of metric name with every "k=v"
+// of match among its labels.
+func matches(key, name string, match []string) bool {
+	if !strings.HasPrefix(key, name+",") && key != name {
+		return false
+	}
+	for _, m := range match {
+		if !strings.Contains(key+",", ","+m+",") {
+			return false
+		}
+	}
+	return true
 }
 
 // gather reads names from the registry the in-process scheduler records into.
@@ -92,16 +92,7 @@ type delta struct {
 func (after histograms) since(before histograms, name string, match ...string) delta {
 	var d delta
 	for k, h := range after {
-		if !strings.HasPrefix(k, name+",") && k != name {
-			continue
-		}
-		ok := true
-		for _, m := range match {
-			if !strings.Contains(k+",", ","+m+",") {
-				ok = false
-			}
-		}
-		if !ok {
+		if !matches(k, name, match) {
 			continue
 		}
 		prev := before[k]
