@@ -432,11 +432,11 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 	if status != nil {
 		return 0, status
 	}
-	if v, ok := st.scores.Get(nodeInfo.Node()); ok {
+	node := nodeInfo.Node()
+	if v, ok := st.scores.Get(node); ok {
 		return v, nil // Filter worked it out in this cycle
 	}
 	req := st.req
-	node := nodeInfo.Node()
 	view := p.state.Built(node.Name) // as in Filter
 	b, binds, err := req.on(node, view)
 	if err != nil || !binds {
