@@ -62,23 +62,18 @@ func (t *Table) Begin(nodes int) Cycle {
 	n := t.last.Add(1)
 	id := (n-1)%cycles + 1
 	want := 1 << bits.Len(uint(2*max(nodes, 32)-1))
-	s := t.slots.Load()
+	var slots []atomic.Uint64
+	if s := t.slots.Load(); s != nil {
+		slots = *s
+	}
 	// A new table when the cluster outgrows it, and when cycle numbers
 	// start over: no slot may carry a number a later cycle reuses. Earlier
 	// cycles keep the slice they began with.
-	if s == nil || len(*s) < want || id == 1 {
-		fresh := make([]atomic.Uint64, max(want, len(derefOr(s))))
-		t.slots.Store(&fresh)
-		s = &fresh
+	if len(slots) < want || id == 1 {
+		slots = make([]atomic.Uint64, max(want, len(slots)))
+		t.slots.Store(&slots)
 	}
-	return Cycle{slots: *s, shift: uint8(64 - bits.TrailingZeros(uint(len(*s)))), id: id}
-}
-
-func derefOr(s *[]atomic.Uint64) []atomic.Uint64 {
-	if s == nil {
-		return nil
-	}
-	return *s
+	return Cycle{slots: slots, shift: uint8(64 - bits.TrailingZeros(uint(len(slots)))), id: id}
 }
 
 // key is the node's address in addrBits, or false where it does not fit.

@@ -161,21 +161,16 @@ func IsAvailable(r *schedulingv1alpha1.Reservation) bool {
 // unschedulable reason). affinity is the pod's parsed reservation-affinity
 // annotation (nil when absent).
 func Usable(r *schedulingv1alpha1.Reservation, pod *corev1.Pod, affinity *extension.ReservationAffinity) (bool, string) {
-	return UsableBy(r, CompileOwners(r), pod, affinity)
-}
-
-// UsableBy is Usable with r's owners already compiled.
-func UsableBy(r *schedulingv1alpha1.Reservation, owners Owners, pod *corev1.Pod, affinity *extension.ReservationAffinity) (bool, string) {
 	if ok, why := consumable(r, pod); !ok {
 		return false, why
 	}
-	if !owners.Match(pod) {
+	if !CompileOwners(r).Match(pod) {
 		return false, fmt.Sprintf("the pod is not an owner of reservation %s", r.Name)
 	}
 	return admits(r, pod, affinity)
 }
 
-// UsableByOwner is UsableBy for a pod the caller has matched against r's
+// UsableByOwner is Usable for a pod the caller has matched against r's
 // owners already (matching is most of the cost, per node and cycle).
 func UsableByOwner(r *schedulingv1alpha1.Reservation, pod *corev1.Pod, affinity *extension.ReservationAffinity) (bool, string) {
 	if ok, why := consumable(r, pod); !ok {

@@ -31,6 +31,18 @@ func (after counters) sum(before counters, name string, match ...string) float64
 	return total
 }
 
+// most is the largest gain since before among the counters of name whose
+// labels include all of match.
+func (after counters) most(before counters, name string, match ...string) float64 {
+	var top float64
+	for k, v := range after {
+		if matches(k, name, match) {
+			top = max(top, v-before[k])
+		}
+	}
+	return top
+}
+
 // matches says whether key (see key) is of metric name with every "k=v"
 // of match among its labels.
 func matches(key, name string, match []string) bool {

@@ -31,6 +31,9 @@ func TestCounterAndHistogramDeltas(t *testing.T) {
 	if got := after.sum(before, evals, "extension_point=Filter"); got != 330 {
 		t.Errorf("every Filter: %v, want 330 (a label set new since before counts from 0)", got)
 	}
+	if got := after.most(before, evals, "extension_point=Filter"); got != 300 {
+		t.Errorf("most evaluated Filter plugin: %v, want 300", got)
+	}
 	if got := after.sum(before, evals, "plugin=Fit"); got != 0 {
 		t.Errorf("a label value is matched whole: %v, want 0", got)
 	}

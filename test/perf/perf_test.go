@@ -283,9 +283,7 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 	r.attempts = afterCounts.sum(beforeCounts, counted[1]) / float64(sz.measuredPods)
 	// Every Filter plugin without a PreFilter skip sees every node searched,
 	// so the most evaluated one counts the nodes searched.
-	for _, plugin := range after.labelValues(names[2], "plugin") {
-		r.searched = max(r.searched, afterCounts.sum(beforeCounts, counted[0], "plugin="+plugin, "extension_point=Filter")/float64(sz.measuredPods))
-	}
+	r.searched = afterCounts.most(beforeCounts, counted[0], "extension_point=Filter") / float64(sz.measuredPods)
 	attempts := after.since(before, names[0], "result=scheduled")
 	r.attemptP50, r.attemptP99 = attempts.quantile(0.5)*1000, attempts.quantile(0.99)*1000
 	for _, point := range after.labelValues(names[1], "extension_point") {
