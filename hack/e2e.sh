@@ -16,6 +16,8 @@ export KUBECONFIG=$ROOT/$OUT/cluster/kubeconfig
 RELEASE=koord
 NS=koord-system
 E2E_FLAGS=${E2E_FLAGS:-}
+# Failed specs with the cluster state each recorded, printed after teardown.
+export E2E_FAILURES=$ROOT/$OUT/e2e-failures.txt
 
 log() { printf '[e2e] %s\n' "$*" >&2; }
 
@@ -30,11 +32,16 @@ teardown() {
 		done
 	fi
 	"$CLUSTER" down || true
+	if [[ -s $E2E_FAILURES ]]; then
+		log "what failed:"
+		sed 's/^/  /' "$E2E_FAILURES" >&2
+	fi
 	exit "$rc"
 }
 
 # A cluster left by an interrupted run is taken down first.
 "$CLUSTER" down >/dev/null 2>&1 || true
+rm -f "$E2E_FAILURES"
 log "building the suite"
 go test -c -o "$OUT/e2e.test" ./test/e2e
 trap teardown EXIT

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/koord-project/koord/apis/extension"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
 	"github.com/koord-project/koord/pkg/plugins/koordclient"
 )
@@ -95,11 +96,21 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	pods, _ := kube.CoreV1().Pods(koordNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=koordlet"})
 	realNode = pods.Items[0].Spec.NodeName
 	GinkgoWriter.Printf("real node: %s\n", realNode)
+	// The real node's usage is the whole machine's, the control plane and
+	// the suite itself included, so LoadAwareScheduling's thresholds would
+	// make its specs pass or fail with the machine's load, and a spec's
+	// burner would keep the next spec's pods off it. Its thresholds are off
+	// (0: not checked) while the suite runs; LoadAwareScheduling is checked
+	// on kwok nodes whose NodeMetrics the suite writes.
+	setNodeAnnotation(ctx, realNode, extension.AnnotationCustomUsageThresholds, `{"usageThresholds":{"cpu":0,"memory":0}}`)
 }, NodeTimeout(3*time.Minute))
 
 var _ = AfterSuite(func(ctx SpecContext) {
 	if kube == nil || uninstall {
 		return
+	}
+	if realNode != "" {
+		setNodeAnnotation(ctx, realNode, extension.AnnotationCustomUsageThresholds, "")
 	}
 	_ = kube.CoreV1().Namespaces().Delete(ctx, testNamespace, metav1.DeleteOptions{})
 	Eventually(func() bool {

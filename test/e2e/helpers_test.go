@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -76,6 +77,9 @@ func newPod(o podOpts) *corev1.Pod {
 func createPod(ctx context.Context, o podOpts) *corev1.Pod {
 	pod, err := kube.CoreV1().Pods(testNamespace).Create(ctx, newPod(o), metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred(), "creating pod %s", o.name)
+	// Deleted however the spec ends: a pod a failed spec left burning CPU
+	// would fail the specs after it too.
+	DeferCleanup(func(ctx SpecContext) { deletePod(ctx, o.name) })
 	return pod
 }
 

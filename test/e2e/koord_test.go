@@ -103,7 +103,6 @@ var _ = Describe("reservation", Label("reservation"), func() {
 			}
 			return len(got.Status.CurrentOwners)
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(Equal(1))
-		deletePod(ctx, "reserved-owner")
 	})
 })
 
@@ -209,8 +208,6 @@ var _ = Describe("scheduling", Label("scheduling"), func() {
 		Expect(scheduledBy(ctx, "koord-pod")).To(Equal(koordScheduler))
 		Expect(scheduledBy(ctx, "default-pod")).To(Equal(corev1.DefaultSchedulerName))
 		Expect(getPod(ctx, "default-pod").Annotations).NotTo(HaveKey(extension.AnnotationResourceStatus))
-		deletePod(ctx, "koord-pod")
-		deletePod(ctx, "default-pod")
 	})
 
 	It("hands leadership over when the active koord-scheduler pod is deleted", func(ctx SpecContext) {
@@ -231,7 +228,6 @@ var _ = Describe("scheduling", Label("scheduling"), func() {
 			ShouldNot(Or(BeEmpty(), HavePrefix(victim)))
 		createPod(ctx, podOpts{name: "after-handover", scheduler: koordScheduler, cpu: "50m", memory: "16Mi", nodeName: realNode})
 		waitRunning(ctx, "after-handover")
-		deletePod(ctx, "after-handover")
 	})
 
 	It("keeps a pod with a malformed resource-spec pending with an event naming the key, and schedules the others", func(ctx SpecContext) {
@@ -251,8 +247,6 @@ var _ = Describe("scheduling", Label("scheduling"), func() {
 		waitRunning(ctx, "good-after-bad")
 		Consistently(func() string { return getPod(ctx, "bad-spec").Spec.NodeName }).WithContext(ctx).
 			WithTimeout(5 * time.Second).Should(BeEmpty())
-		deletePod(ctx, "bad-spec")
-		deletePod(ctx, "good-after-bad")
 	})
 })
 
@@ -288,11 +282,6 @@ var _ = Describe("CPU pinning", Label("cpuset"), func() {
 	It("pins an LSR pod to the CPU the scheduler chose and keeps LS pods off it until it is gone", func(ctx SpecContext) {
 		all := nodeCPUs(ctx)
 		Expect(all.Size()).To(BeNumerically(">=", 2), "CPU pinning needs a node with 2 CPUs or more")
-		// On a small node a 1-CPU pod's load estimate alone can pass
-		// LoadAwareScheduling's 65 % threshold; this spec is about CPU binding,
-		// so it lifts the node's thresholds (the per-node annotation) meanwhile.
-		setNodeAnnotation(ctx, realNode, extension.AnnotationCustomUsageThresholds, `{"usageThresholds":{"cpu":100,"memory":100}}`)
-		DeferCleanup(setNodeAnnotation, realNode, extension.AnnotationCustomUsageThresholds, "")
 		createPod(ctx, podOpts{name: "ls", scheduler: koordScheduler, cpu: "100m", memory: "16Mi", nodeName: realNode})
 		waitRunning(ctx, "ls")
 		// Koordinator binds CPUs for LSR pods of prod priority.
@@ -324,7 +313,6 @@ var _ = Describe("CPU pinning", Label("cpuset"), func() {
 		By("deleting the LSR pod gives the CPU back")
 		deletePod(ctx, "lsr")
 		Eventually(func() (string, error) { return allowedCPUs(ctx, "ls") }).WithContext(ctx).WithTimeout(time.Minute).Should(Equal(all.String()))
-		deletePod(ctx, "ls")
 	})
 })
 
@@ -408,9 +396,6 @@ var _ = Describe("load-aware scheduling", Label("loadaware"), func() {
 			pod := waitRunning(ctx, fmt.Sprintf("la-%d", i))
 			Expect(pod.Spec.NodeName).NotTo(Equal(hot), "pod %s placed on the hot node", pod.Name)
 		}
-		for i := range 6 {
-			deletePod(ctx, fmt.Sprintf("la-%d", i))
-		}
 	})
 
 	It("reports a CPU-burning pod on the real node in its NodeMetric within two report intervals", func(ctx SpecContext) {
@@ -436,7 +421,6 @@ var _ = Describe("load-aware scheduling", Label("loadaware"), func() {
 			return 0
 		}).WithContext(ctx).WithTimeout(2*interval+15*time.Second).WithPolling(time.Second).Should(BeNumerically(">=", 500),
 			"burner's CPU usage in NodeMetric %s", realNode)
-		deletePod(ctx, "burner")
 	})
 })
 
@@ -473,8 +457,6 @@ var _ = Describe("run-queue latency (eBPF)", Label("ebpf"), func() {
 			waits, _ := strconv.Atoi(m[1])
 			g.Expect(waits).To(BeNumerically(">", 0))
 		}).WithContext(ctx).WithTimeout(90 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
-		deletePod(ctx, "burn-a")
-		deletePod(ctx, "burn-b")
 	})
 })
 
