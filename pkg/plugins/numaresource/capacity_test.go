@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/internal/topologytest"
 )
 
 // FuzzFitsAgreesWithChoose: Filter (Fits, on counts) and Reserve (Choose, on
@@ -162,4 +163,87 @@ func TestPoliciesMemoConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// FuzzFitMasksLikeSets: fit narrows a view's per-NUMA capacities instead of
+// its CPU sets. Whatever the node holds (PCPULevel- and NUMANodeLevel-
+// exclusive pods, memory) and whatever the pod asks, the capacities fit
+// works with must be those of the CPUs the pod may use, worked out on sets
+// (the view's available CPUs less the cores of PCPULevel pods for a PCPULevel
+// pod, less every NUMA node holding a NUMANodeLevel pod for such a pod, less
+// every NUMA node short of the pod's memory when it must fit in one), and
+// Reserve must choose from exactly those CPUs.
+func FuzzFitMasksLikeSets(f *testing.F) {
+	// A PCPULevel pod beside one, on a single NUMA node short of memory.
+	f.Add(uint64(0x3), uint64(0x30000), uint8(4), uint8(4), uint8(1), uint8(1), uint8(8))
+	// A NUMANodeLevel pod beside one.
+	f.Add(uint64(0), uint64(0xff00000000), uint8(0), uint8(6), uint8(2), uint8(0), uint8(0))
+	// A Restricted pod that must fit in one NUMA node, none short.
+	f.Add(uint64(0xf0), uint64(0), uint8(1), uint8(2), uint8(0), uint8(2), uint8(1))
+	info := topologytest.Linux(2, 2, 8, 2, 8*gi) // 64 CPUs, 4 NUMA nodes of 8 GiB
+	f.Fuzz(func(t *testing.T, pcpuMask, numaMask uint64, heldGiB, count, exclusive, numaPolicy, podGiB uint8) {
+		s := NewState(nil)
+		s.SetTopology("n", info, nil)
+		view, err := s.View("n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		topo := view.Topo
+		// Two holders: one PCPULevel pod on pcpuMask's CPUs, one
+		// NUMANodeLevel pod on numaMask's (less the first's), with heldGiB
+		// of memory on the first NUMA node of its CPUs.
+		pcpu := maskCPUs(pcpuMask)
+		numa := maskCPUs(numaMask).Difference(pcpu)
+		if !pcpu.IsEmpty() {
+			if err := s.Assume("n", "pcpu", Allocation{CPUs: pcpu, Exclusive: extension.CPUExclusivePolicyPCPULevel}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !numa.IsEmpty() {
+			mem := map[int]int64{topo.NUMANodeOf(numa.List()[0]): int64(heldGiB%9) * gi}
+			if err := s.Assume("n", "numa", Allocation{CPUs: numa, Exclusive: extension.CPUExclusivePolicyNUMANodeLevel, Memory: mem}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if view, err = s.View("n"); err != nil {
+			t.Fatal(err)
+		}
+		r := &podRequest{memory: int64(podGiB%9) * gi,
+			exclusive: []extension.CPUExclusivePolicy{extension.CPUExclusivePolicyNone, extension.CPUExclusivePolicyPCPULevel, extension.CPUExclusivePolicyNUMANodeLevel}[exclusive%3]}
+		b := binding{policy: extension.CPUBindPolicySpreadByPCPUs, count: int(count%16) + 1,
+			numaPolicy: []extension.NUMATopologyPolicy{extension.NUMATopologyPolicyNone, extension.NUMATopologyPolicySingleNUMANode, extension.NUMATopologyPolicyRestricted}[numaPolicy%3]}
+		var buf [4]NUMACapacity
+		pl, fitErr := fit(view, r, b, false, buf[:0])
+
+		want := view.Available
+		if r.exclusive == extension.CPUExclusivePolicyPCPULevel {
+			want = want.Difference(view.PCPUExclusive)
+		}
+		for _, id := range topo.NUMANodes() {
+			if (r.exclusive == extension.CPUExclusivePolicyNUMANodeLevel && view.NUMAExclusive[id]) ||
+				(pl.req.SingleNUMANode && r.memory > 0 && view.MemoryFree[id] < r.memory) {
+				want = want.Difference(topo.NUMACPUs(id))
+			}
+		}
+		if got := pl.cpus(); !got.Equals(want) {
+			t.Fatalf("pod may use %s, want %s (%+v, %+v)", got, want, *r, b)
+		}
+		if wantCaps := topo.Capacity(want); fmt.Sprint(pl.caps) != fmt.Sprint(wantCaps) {
+			t.Fatalf("capacities %+v, want %+v (%+v, %+v)", pl.caps, wantCaps, *r, b)
+		}
+		if refErr := Fits(topo.Capacity(want), topo.ThreadsPerCore(), pl.req); (fitErr == nil) != (refErr == nil) {
+			t.Fatalf("fit: %v, on sets: %v", fitErr, refErr)
+		}
+	})
+}
+
+// maskCPUs is the CPUs whose bits are set, of the first 64.
+func maskCPUs(mask uint64) cpuset.CPUSet {
+	var ids []int
+	for i := 0; i < 64; i++ {
+		if mask&(1<<i) != 0 {
+			ids = append(ids, i)
+		}
+	}
+	return cpuset.New(ids...)
 }

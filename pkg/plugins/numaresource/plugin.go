@@ -306,7 +306,8 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 		}
 	}
 	view, _ = p.forPod(st, cs, node.Name, view)
-	pl, err := fit(view, req, b, false)
+	var buf [4]NUMACapacity
+	pl, err := fit(view, req, b, false, buf[:0])
 	if err != nil {
 		p.turnAway(st, pod)
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
@@ -328,37 +329,46 @@ func (p *Plugin) turnAway(st *podState, pod *corev1.Pod) {
 
 // placement is a feasible way to bind a pod on one node.
 type placement struct {
-	available      cpuset.CPUSet
+	view *NodeView
+	// caps are the view's NUMA capacities less what the pod may not use:
+	// a NUMA node it may not use has no free CPUs or cores here.
 	caps           []NUMACapacity
+	pcpuMasked     bool // the view's PCPULevel-exclusive cores are not for this pod
 	threadsPerCore int
 	req            Request
 }
 
-// fit narrows a node's available CPUs to those the pod may use (exclusivity,
+// cpus are the CPUs the pod may be given: the view's available CPUs less
+// what fit masked. Only Reserve needs them, once per pod; Filter and Score
+// work with caps alone.
+func (pl placement) cpus() cpuset.CPUSet {
+	v := pl.view
+	available := v.Available
+	if pl.pcpuMasked {
+		available = available.Difference(v.PCPUExclusive)
+	}
+	// A masked NUMA node shows no free CPU; one with none free has no CPU in
+	// available to take away either, so both come out the same.
+	for _, c := range pl.caps {
+		if c.FreeCPUs == 0 {
+			available = available.Difference(v.Topo.NUMACPUs(c.ID))
+		}
+	}
+	return available
+}
+
+// fit narrows a node's capacities to those the pod may use (exclusivity,
 // NUMA memory) and checks the count; the error names what is missing.
-func fit(view *NodeView, r *podRequest, b binding, pack bool) (placement, error) {
+// Masking works on the view's per-NUMA capacities, not on CPU sets: an
+// exclusive or memory-short NUMA node drops out whole, and the cores left to
+// PCPULevel-exclusive pods were counted when the view was built. buf holds
+// the narrowed capacities, so that fit allocates nothing on success.
+func fit(view *NodeView, r *podRequest, b binding, pack bool, buf []NUMACapacity) (placement, error) {
 	topo := view.Topo
-	pl := placement{available: view.Available, caps: view.Caps, threadsPerCore: view.threadsPerCore,
+	pl := placement{view: view, caps: view.Caps, threadsPerCore: view.threadsPerCore,
 		req: Request{Count: b.count, Policy: b.policy, Pack: pack}}
-	masked := false
-	var why []string
-	switch r.exclusive {
-	case extension.CPUExclusivePolicyPCPULevel:
-		if pl.available.Intersection(view.PCPUExclusive).Size() > 0 {
-			pl.available, masked = pl.available.Difference(view.PCPUExclusive), true
-			why = append(why, fmt.Sprintf("cores of CPUs %s hold PCPULevel-exclusive pods", view.PCPUExclusive))
-		}
-	case extension.CPUExclusivePolicyNUMANodeLevel:
-		var ids []int
-		for _, id := range topo.NUMANodes() {
-			if view.NUMAExclusive[id] {
-				pl.available, masked = pl.available.Difference(topo.NUMACPUs(id)), true
-				ids = append(ids, id)
-			}
-		}
-		if len(ids) > 0 {
-			why = append(why, fmt.Sprintf("NUMA nodes %v hold NUMANodeLevel-exclusive pods", ids))
-		}
+	if r.exclusive == extension.CPUExclusivePolicyPCPULevel && view.pcpuCaps != nil {
+		pl.caps, pl.pcpuMasked = view.pcpuCaps, true
 	}
 	switch b.numaPolicy {
 	case extension.NUMATopologyPolicySingleNUMANode:
@@ -367,33 +377,54 @@ func fit(view *NodeView, r *podRequest, b binding, pack bool) (placement, error)
 		// Restricted: no more NUMA nodes than the pod's size needs.
 		pl.req.SingleNUMANode = fitsOneNUMANode(topo, pl.req)
 	}
-	if pl.req.SingleNUMANode && r.memory > 0 {
-		var short []int
-		for _, id := range topo.NUMANodes() {
-			if view.MemoryFree[id] < r.memory {
-				pl.available, masked = pl.available.Difference(topo.NUMACPUs(id)), true
-				short = append(short, id)
+	exclusive := r.exclusive == extension.CPUExclusivePolicyNUMANodeLevel && len(view.NUMAExclusive) > 0
+	short := pl.req.SingleNUMANode && r.memory > 0
+	if exclusive || short {
+		var narrowed []NUMACapacity
+		for i, c := range pl.caps {
+			if (exclusive && view.NUMAExclusive[c.ID]) || (short && view.MemoryFree[c.ID] < r.memory) {
+				if narrowed == nil {
+					narrowed = append(buf[:0], pl.caps...)
+				}
+				narrowed[i].FreeCPUs, narrowed[i].FreeCores = 0, 0
 			}
 		}
-		if len(short) > 0 {
-			why = append(why, fmt.Sprintf("NUMA nodes %v have less than %s memory free", short, resource.NewQuantity(r.memory, resource.BinarySI)))
+		if narrowed != nil {
+			pl.caps = narrowed
 		}
-	}
-	if masked {
-		pl.caps = topo.Capacity(pl.available)
 	}
 	if err := Fits(pl.caps, pl.threadsPerCore, pl.req); err != nil {
-		msg := fmt.Sprintf("cannot bind %d CPUs by %s", b.count, b.policy)
-		if pl.req.SingleNUMANode {
-			msg += " on a single NUMA node (" + string(b.numaPolicy) + ")"
-		}
-		msg += ": " + err.Error()
-		for _, w := range why {
-			msg += "; " + w
-		}
-		return pl, errors.New(msg)
+		return pl, fitError(view, r, b, pl, exclusive, short, err)
 	}
 	return pl, nil
+}
+
+// fitError says why the pod does not fit, with what fit masked for it.
+func fitError(view *NodeView, r *podRequest, b binding, pl placement, exclusive, short bool, err error) error {
+	msg := fmt.Sprintf("cannot bind %d CPUs by %s", b.count, b.policy)
+	if pl.req.SingleNUMANode {
+		msg += " on a single NUMA node (" + string(b.numaPolicy) + ")"
+	}
+	msg += ": " + err.Error()
+	if pl.pcpuMasked {
+		msg += fmt.Sprintf("; cores of CPUs %s hold PCPULevel-exclusive pods", view.PCPUExclusive)
+	}
+	var excl, low []int
+	for _, id := range view.Topo.NUMANodes() {
+		if exclusive && view.NUMAExclusive[id] {
+			excl = append(excl, id)
+		}
+		if short && view.MemoryFree[id] < r.memory {
+			low = append(low, id)
+		}
+	}
+	if len(excl) > 0 {
+		msg += fmt.Sprintf("; NUMA nodes %v hold NUMANodeLevel-exclusive pods", excl)
+	}
+	if len(low) > 0 {
+		msg += fmt.Sprintf("; NUMA nodes %v have less than %s memory free", low, resource.NewQuantity(r.memory, resource.BinarySI))
+	}
+	return errors.New(msg)
 }
 
 func fitsOneNUMANode(topo *Topology, req Request) bool {
@@ -448,7 +479,8 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 		}
 	}
 	view, _ = p.forPod(st, cs, node.Name, view)
-	pl, err := fit(view, req, b, p.numaScore.most)
+	var buf [4]NUMACapacity
+	pl, err := fit(view, req, b, p.numaScore.most, buf[:0])
 	if err != nil {
 		return 0, nil
 	}
@@ -561,11 +593,11 @@ func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 
 // choose picks the pod's CPUs from view, by its policies.
 func (p *Plugin) choose(view *NodeView, req *podRequest, b binding) (cpuset.CPUSet, error) {
-	pl, err := fit(view, req, b, p.numaScore.most)
+	pl, err := fit(view, req, b, p.numaScore.most, nil)
 	if err != nil {
 		return cpuset.New(), err
 	}
-	return view.Topo.Choose(pl.available, pl.req)
+	return view.Topo.Choose(pl.cpus(), pl.req)
 }
 
 // splitMemory charges the pod's memory to the NUMA nodes of its CPUs, in

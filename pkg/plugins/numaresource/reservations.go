@@ -47,7 +47,7 @@ func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node string, view *Node
 	}
 	narrowed.Available = view.Available.Difference(taken)
 	narrowed.Caps = view.Topo.Capacity(narrowed.Available)
-	narrowed.count()
+	narrowed.derive()
 	if use == nil || use.CPUs.IsEmpty() {
 		return &narrowed, nil
 	}
@@ -55,7 +55,7 @@ func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node string, view *Node
 	mine.Available = view.Available.Intersection(use.CPUs)
 	mine.Caps = view.Topo.Capacity(mine.Available)
 	mine.MemoryFree = p.unusedMemory(node, use)
-	mine.count()
+	mine.derive()
 	return &narrowed, &mine
 }
 

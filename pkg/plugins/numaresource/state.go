@@ -99,6 +99,9 @@ type NodeView struct {
 	NUMAExclusive map[int]bool
 	// MemoryFree is bytes of memory not yet given to pods, per NUMA node.
 	MemoryFree map[int]int64
+	// pcpuCaps are the capacities left to a PCPULevel-exclusive pod (Available
+	// less PCPUExclusive), nil when that takes nothing away.
+	pcpuCaps []NUMACapacity
 }
 
 // NewState returns an empty state publishing views in table (nil: a table
@@ -374,16 +377,22 @@ func (n *nodeState) buildView() *NodeView {
 		}
 	}
 	v.PCPUExclusive = cpuset.New(pcpu...)
-	v.count()
+	v.derive()
 	return v
 }
 
-// count fills in the figures Score reads from v's sets and maps.
-func (v *NodeView) count() {
+// derive fills in what Filter and Score read that follows from v's sets and
+// maps: the counts Score weighs, and the capacities left to PCPULevel-
+// exclusive pods. Called whenever Available changes.
+func (v *NodeView) derive() {
 	v.allocatableCPUs, v.availableCPUs = v.Allocatable.Size(), v.Available.Size()
 	v.memoryUsed = v.MemoryTotal
 	for _, free := range v.MemoryFree {
 		v.memoryUsed -= free
+	}
+	v.pcpuCaps = nil
+	if !v.PCPUExclusive.IsEmpty() && !v.Available.Intersection(v.PCPUExclusive).IsEmpty() {
+		v.pcpuCaps = v.Topo.Capacity(v.Available.Difference(v.PCPUExclusive))
 	}
 }
 
