@@ -5,7 +5,9 @@
 package reservation
 
 import (
+	"encoding/json"
 	"fmt"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,11 +32,23 @@ func IsOwner(r *schedulingv1alpha1.Reservation, pod *corev1.Pod) bool {
 type Owners struct {
 	entries   []schedulingv1alpha1.ReservationOwner
 	selectors []labels.Selector // nil where the entry has none; Nothing() where it is invalid
+	// spec names the owners as written: reservations made for one workload
+	// usually share them, and a pod checked against a node's reservations
+	// needs matching once per distinct spec (SameAs).
+	spec unique.Handle[string]
 }
 
 // CompileOwners parses r's owner selectors.
 func CompileOwners(r *schedulingv1alpha1.Reservation) Owners {
 	o := Owners{entries: r.Spec.Owners, selectors: make([]labels.Selector, len(r.Spec.Owners))}
+	// encoding/json writes struct fields in order and map keys sorted, so
+	// equal specs give equal text. It cannot fail on these types; if it
+	// did, the reservation's UID keeps its spec apart from every other.
+	if b, err := json.Marshal(r.Spec.Owners); err == nil {
+		o.spec = unique.Make(string(b))
+	} else {
+		o.spec = unique.Make("uid/" + string(r.UID))
+	}
 	for i := range r.Spec.Owners {
 		if ls := r.Spec.Owners[i].LabelSelector; ls != nil {
 			sel, err := metav1.LabelSelectorAsSelector(ls)
@@ -107,6 +121,10 @@ func PodKeys(pod *corev1.Pod) []string {
 	return keys
 }
 
+// SameAs reports whether o and p were compiled from equal owner specs, so
+// that any pod matches both or neither.
+func (o Owners) SameAs(p Owners) bool { return o.spec == p.spec }
+
 // Match reports whether pod matches any entry.
 func (o Owners) Match(pod *corev1.Pod) bool {
 	for i := range o.entries {
@@ -161,7 +179,10 @@ func IsAvailable(r *schedulingv1alpha1.Reservation) bool {
 // unschedulable reason). affinity is the pod's parsed reservation-affinity
 // annotation (nil when absent).
 func Usable(r *schedulingv1alpha1.Reservation, pod *corev1.Pod, affinity *extension.ReservationAffinity) (bool, string) {
-	if ok, why := consumable(r, pod); !ok {
+	if ok, why := consumable(r); !ok {
+		return false, why
+	}
+	if why := IgnoredReason(pod); why != "" {
 		return false, why
 	}
 	if !CompileOwners(r).Match(pod) {
@@ -171,23 +192,32 @@ func Usable(r *schedulingv1alpha1.Reservation, pod *corev1.Pod, affinity *extens
 }
 
 // UsableByOwner is Usable for a pod the caller has matched against r's
-// owners already (matching is most of the cost, per node and cycle).
+// owners and found without the reservation-ignored label (IgnoredReason):
+// both depend on the pod, and are most of the cost when a pod is checked
+// against every reservation of every node.
 func UsableByOwner(r *schedulingv1alpha1.Reservation, pod *corev1.Pod, affinity *extension.ReservationAffinity) (bool, string) {
-	if ok, why := consumable(r, pod); !ok {
+	if ok, why := consumable(r); !ok {
 		return false, why
 	}
 	return admits(r, pod, affinity)
 }
 
-// consumable says whether r can be consumed now at all, and by pods like pod.
-func consumable(r *schedulingv1alpha1.Reservation, pod *corev1.Pod) (bool, string) {
+// IgnoredReason is why pod may consume no reservation at all (it carries the
+// reservation-ignored label), "" when it may.
+func IgnoredReason(pod *corev1.Pod) string {
+	if extension.IsReservationIgnored(pod) {
+		return fmt.Sprintf("the pod is labelled %s=true", extension.LabelReservationIgnored)
+	}
+	return ""
+}
+
+// consumable says whether r can be consumed now at all.
+func consumable(r *schedulingv1alpha1.Reservation) (bool, string) {
 	switch {
 	case !IsAvailable(r):
 		return false, fmt.Sprintf("reservation %s is %s", r.Name, phaseOf(r))
 	case r.Spec.Unschedulable:
 		return false, fmt.Sprintf("reservation %s is unschedulable", r.Name)
-	case extension.IsReservationIgnored(pod):
-		return false, fmt.Sprintf("the pod is labelled %s=true", extension.LabelReservationIgnored)
 	}
 	return true, ""
 }

@@ -138,9 +138,10 @@ func TestUsable(t *testing.T) {
 		if ok != wantOK || !strings.Contains(why, wantWhy) {
 			t.Errorf("%s: Usable = %v %q, want %v %q", name, ok, why, wantOK, wantWhy)
 		}
-		// For owners, UsableByOwner (the owners matched by the caller)
-		// gives the same answer and reason.
-		if CompileOwners(r).Match(pod) {
+		// For owners without the reservation-ignored label (what callers
+		// of UsableByOwner check first), UsableByOwner gives the same
+		// answer and reason.
+		if CompileOwners(r).Match(pod) && IgnoredReason(pod) == "" {
 			if ok2, why2 := UsableByOwner(r, pod, a); ok2 != ok || why2 != why {
 				t.Errorf("%s: UsableByOwner = %v %q, Usable %v %q", name, ok2, why2, ok, why)
 			}
@@ -155,6 +156,12 @@ func TestUsable(t *testing.T) {
 	check("unschedulable", unsched, web, nil, false, "is unschedulable")
 	ignored := testPod("prod", "web-2", map[string]string{"app": "web", extension.LabelReservationIgnored: "true"}, nil)
 	check("ignored", reservation("r1", owner), ignored, nil, false, "reservation-ignored=true")
+	if why := IgnoredReason(ignored); !strings.Contains(why, "reservation-ignored=true") {
+		t.Errorf("IgnoredReason of a labelled pod = %q", why)
+	}
+	if why := IgnoredReason(web); why != "" {
+		t.Errorf("IgnoredReason of an unlabelled pod = %q", why)
+	}
 	check("not an owner", reservation("r1", owner), testPod("prod", "db", map[string]string{"app": "db"}, nil), nil, false, "not an owner")
 
 	tainted := reservation("r1", owner)
@@ -235,5 +242,31 @@ func TestDeriveAlignedStopsAtAllocatable(t *testing.T) {
 	owners, allocated := Derive(r, pods)
 	if len(owners) != 6 || allocated.Cpu().String() != "4" || allocated.Memory().String() != "8Gi" {
 		t.Errorf("owners %d, allocated %v, want 6 owners and 4 CPUs, 8Gi", len(owners), allocated)
+	}
+}
+
+// Reservations with equal owner specs share one compiled identity, however
+// their label maps were built; any difference in the spec keeps them apart.
+func TestOwnersSameAs(t *testing.T) {
+	sel := func(m map[string]string) schedulingv1alpha1.ReservationOwner {
+		return schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{MatchLabels: m}}
+	}
+	ab := map[string]string{"a": "1"}
+	ab["b"] = "2"
+	ba := map[string]string{"b": "2"}
+	ba["a"] = "1"
+	r1, r2 := reservation("r1", sel(ab)), reservation("r2", sel(ba))
+	r1.UID, r2.UID = "uid-1", "uid-2"
+	if !CompileOwners(r1).SameAs(CompileOwners(r2)) {
+		t.Error("equal owner specs on two reservations are not the same")
+	}
+	for name, other := range map[string]schedulingv1alpha1.ReservationOwner{
+		"another value":    sel(map[string]string{"a": "1", "b": "3"}),
+		"one label less":   sel(map[string]string{"a": "1"}),
+		"a controller too": {LabelSelector: sel(ab).LabelSelector, Controller: &schedulingv1alpha1.ReservationControllerReference{Namespace: "prod"}},
+	} {
+		if CompileOwners(r1).SameAs(CompileOwners(reservation("r3", other))) {
+			t.Errorf("%s: different owner specs are the same", name)
+		}
 	}
 }

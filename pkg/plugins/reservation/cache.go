@@ -79,8 +79,9 @@ type nodeSummary struct {
 
 // owns says whether pod is an owner of any of the node's reservations.
 func (n *nodeSummary) owns(pod *corev1.Pod) bool {
+	var m ownerMatcher
 	for i := range n.views {
-		if n.views[i].owners.Match(pod) {
+		if m.match(&n.views[i].owners, pod) {
 			return true
 		}
 	}

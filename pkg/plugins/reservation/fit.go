@@ -34,13 +34,22 @@ func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, reqMilliCPU,
 	var c choice
 	var bestLeft int64
 	var partial *View // the Aligned reservation covering most of the pod
+	// The pod's own label, read once rather than for every reservation it owns.
+	ignored := ""
+	if !placeholder {
+		ignored = reservation.IgnoredReason(pod)
+	}
+	var m ownerMatcher
 	for i := range views {
 		v := &views[i]
 		// Most pods own none of a node's reservations: settle those before
 		// the other checks, whose reasons (formatted strings) only owners
 		// need.
-		if !placeholder && v.owners.Match(pod) {
-			ok, why := reservation.UsableByOwner(v.Reservation, pod, affinity)
+		if !placeholder && m.match(&v.owners, pod) {
+			ok, why := false, ignored
+			if ignored == "" {
+				ok, why = reservation.UsableByOwner(v.Reservation, pod, affinity)
+			}
 			if ok {
 				if short := v.shortFor(req, reqMilliCPU, reqMemory); short == "" {
 					left := v.remMilliCPU
@@ -96,6 +105,20 @@ func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, reqMilliCPU,
 // the rest of their requests from the node (allocatePolicy Aligned).
 func (v *View) aligned() bool {
 	return v.Reservation.Spec.AllocatePolicy == schedulingv1alpha1.ReservationAllocatePolicyAligned
+}
+
+// ownerMatcher matches one pod against a node's reservations, each distinct
+// owners spec once: the reservations of one workload share theirs.
+type ownerMatcher struct {
+	last    *reservation.Owners
+	matched bool
+}
+
+func (m *ownerMatcher) match(o *reservation.Owners, pod *corev1.Pod) bool {
+	if m.last == nil || !o.SameAs(*m.last) {
+		m.last, m.matched = o, o.Match(pod)
+	}
+	return m.matched
 }
 
 func (c *choice) hold(v *View) {

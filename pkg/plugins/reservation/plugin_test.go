@@ -384,3 +384,28 @@ func TestOwnerMemoConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// A node's reservations are matched once per distinct owners spec: a pod
+// owning only the middle one of three, between two of another workload,
+// still consumes it, and the others are held against it; and the other way
+// round.
+func TestMixedOwnersOnOneNode(t *testing.T) {
+	p := testPlugin(withOwners(available("a-web", "n1", "1"), "web"), withOwners(available("b-db", "n1", "1"), "db"), withOwners(available("c-web", "n1", "1"), "web"))
+	ni := nodeInfo("1") // 1 of 4 CPUs requested; the reservations hold the other 3
+	for _, app := range []string{"web", "db"} {
+		pod := appPod(app+"-1", app, "1")
+		cs, st := run(t, p, pod, ni)
+		if !st.IsSuccess() {
+			t.Fatalf("%s owner: %v", app, st)
+		}
+		// Of three 1-CPU reservations the pod uses one: two are held against it.
+		if milliCPU, _ := getState(cs).Held("n1"); milliCPU != 2000 {
+			t.Errorf("held against the %s owner: %dm, want 2000m", app, milliCPU)
+		}
+		// Reservation names end with the app whose pods own them.
+		if st := p.Reserve(context.Background(), cs, pod, "n1"); !st.IsSuccess() || getState(cs).reserved == nil || !strings.HasSuffix(getState(cs).reserved.Name, "-"+app) {
+			t.Errorf("%s owner reserved %v (%v), want one of its own", app, getState(cs).reserved, st)
+		}
+		p.Unreserve(context.Background(), cs, pod, "n1")
+	}
+}
