@@ -48,6 +48,10 @@ type Holds interface {
 	// On returns the reservation the pod would consume on node (after
 	// Reserve, the one it took) and the node's other reservations, which
 	// are held against it. Nodes without reservations cost no allocation.
+	// When use is nil, held is never changed once returned; for a pod that
+	// owns none of the node's reservations it is the same list (the same
+	// first element) for every such pod until the node's reservations
+	// change, so a plugin may key what it derives from it per node by it.
 	On(node string) (use *Hold, held []Hold)
 	// Held is the CPU (milli-cores) and memory of held in total: what
 	// LoadAwareScheduling adds on every node, without walking the list.

@@ -16,6 +16,13 @@ import (
 // view of just the reservation it consumes, what Reserve takes from first so
 // that the owner receives the very CPUs held for it. Nodes without pinned
 // reservations keep their shared view, at no cost.
+//
+// Pods that use none of the node's reservations get the node's held list
+// shared by every such pod until the node's reservations change
+// (reservation.Holds.On); the view narrowed for it is kept with the node's
+// view, keyed by that list, so it is built once per change of either rather
+// than per pod and node. The key is the list's first element: the memo keeps
+// that list alive, so no later list can be allocated at its address.
 func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node string, view *NodeView) (v, own *NodeView) {
 	holds := st.holds.Get(cs)
 	if holds == nil {
@@ -32,7 +39,13 @@ func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node string, view *Node
 	if !pinned {
 		return view, nil
 	}
+	if use == nil && view.beside != nil {
+		if m := view.beside.p.Load(); m != nil && m.held == &held[0] {
+			return m.view, nil
+		}
+	}
 	narrowed := *view
+	narrowed.beside = nil
 	narrowed.MemoryFree = maps.Clone(view.MemoryFree)
 	taken := cpuset.New()
 	for i := range held {
@@ -48,7 +61,13 @@ func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node string, view *Node
 	narrowed.Available = view.Available.Difference(taken)
 	narrowed.Caps = view.Topo.Capacity(narrowed.Available)
 	narrowed.derive()
-	if use == nil || use.CPUs.IsEmpty() {
+	if use == nil {
+		if view.beside != nil {
+			view.beside.p.Store(&besideEntry{held: &held[0], view: &narrowed})
+		}
+		return &narrowed, nil
+	}
+	if use.CPUs.IsEmpty() {
 		return &narrowed, nil
 	}
 	mine := narrowed

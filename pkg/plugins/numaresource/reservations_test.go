@@ -93,3 +93,53 @@ func withHolds(h reservation.Holds) fwk.CycleState {
 	cs.Write(reservation.HoldsStateKey, h)
 	return cs
 }
+
+// A pod that uses none of a node's reservations gets the node's view
+// narrowed once per held list (the Reservation plugin hands every such pod
+// the same list until the node's reservations change) and per view (a
+// change of the node's pods): the same narrowed view while neither changes,
+// a fresh one, right for the new list or view, when either does.
+func TestStrangerViewKeptPerHeldList(t *testing.T) {
+	f := newFixture(t, defaultArgs(t, nil), node("n1", nil))
+	f.publish("n1", topologytest.Linux(1, 2, 4, 2, 8*gi))
+	a := &reservationtest.Holds{Node: "n1", HeldBy: []reservation.Hold{{Name: "a", UID: "a", CPUs: cpuset.New(0, 1)}}}
+	b := &reservationtest.Holds{Node: "n1", HeldBy: []reservation.Hold{{Name: "b", UID: "b", CPUs: cpuset.New(2, 3)}}}
+	narrow := func(h reservation.Holds) *NodeView {
+		t.Helper()
+		view, err := f.p.state.View("n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, own := f.p.forPod(&podState{}, withHolds(h), "n1", view)
+		if own != nil || v == view {
+			t.Fatalf("a stranger beside a pinned reservation: view %p (the node's %p), own %v", v, view, own)
+		}
+		return v
+	}
+	first := narrow(a)
+	if again := narrow(a); again != first {
+		t.Error("the same held list narrowed the view twice")
+	}
+	if first.Available.Contains(0) || first.Available.Contains(1) || !first.Available.Contains(2) {
+		t.Errorf("beside a: available %s", first.Available)
+	}
+	second := narrow(b)
+	if second == first || second.Available.Contains(2) || !second.Available.Contains(0) {
+		t.Errorf("beside b: available %s (the same view as beside a: %v)", second.Available, second == first)
+	}
+	// A pod on the node changes its view: the narrowed one follows.
+	if err := f.p.state.Assume("n1", "p", Allocation{CPUs: cpuset.New(4, 5)}); err != nil {
+		t.Fatal(err)
+	}
+	third := narrow(b)
+	if third == second || third.Available.Contains(4) || third.Available.Contains(2) {
+		t.Errorf("after a pod took 4-5: available %s (unchanged view: %v)", third.Available, third == second)
+	}
+	// Owners are narrowed per cycle, never from the kept view.
+	use := &reservation.Hold{Name: "c", UID: "c", CPUs: cpuset.New(6, 7)}
+	view, _ := f.p.state.View("n1")
+	o1, own := f.p.forPod(&podState{}, withHolds(&reservationtest.Holds{Node: "n1", Use: use, HeldBy: b.HeldBy}), "n1", view)
+	if own == nil || o1 == third || !own.Available.Equals(cpuset.New(6, 7)) {
+		t.Errorf("owner: narrowed %p (kept %p), own %v", o1, third, own)
+	}
+}

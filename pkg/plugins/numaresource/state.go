@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/internal/nodeslots"
+	"github.com/koord-project/koord/pkg/reservation"
 )
 
 // Allocation is what one pod holds on its node.
@@ -102,6 +104,20 @@ type NodeView struct {
 	// pcpuCaps are the capacities left to a PCPULevel-exclusive pod (Available
 	// less PCPUExclusive), nil when that takes nothing away.
 	pcpuCaps []NUMACapacity
+	// beside keeps this view narrowed for pods that own none of the node's
+	// reservations (see forPod); nil on views that are narrowed already.
+	beside *besideMemo
+}
+
+// besideMemo is a node's view narrowed by the reservations held against a
+// pod, with the held list it was narrowed for.
+type besideMemo struct {
+	p atomic.Pointer[besideEntry]
+}
+
+type besideEntry struct {
+	held *reservation.Hold // the first element of the list
+	view *NodeView
 }
 
 // NewState returns an empty state publishing views in table (nil: a table
@@ -343,8 +359,9 @@ func (n *nodeState) buildView() *NodeView {
 	// The memo is allocated with the view, just before the fields Filter
 	// reads after it: one run of cache lines per node.
 	block := &struct {
-		memo policyMemo
-		view NodeView
+		memo   policyMemo
+		view   NodeView
+		beside besideMemo
 	}{}
 	v := &block.view
 	*v = NodeView{
@@ -355,6 +372,7 @@ func (n *nodeState) buildView() *NodeView {
 		NUMAExclusive:  map[int]bool{},
 		MemoryFree:     map[int]int64{},
 		policies:       &block.memo,
+		beside:         &block.beside,
 	}
 	v.Available = v.Allocatable.Difference(n.held)
 	v.Caps = n.topo.capacityInto(v.capsInline[:0], v.Available)

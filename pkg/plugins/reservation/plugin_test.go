@@ -274,6 +274,23 @@ func TestHoldsForOtherPlugins(t *testing.T) {
 	if cpu, _ := reservation.HoldsOf(cs).Held("n2"); cpu != 0 {
 		t.Errorf("a stranger on a node without reservations: %dm held", cpu)
 	}
+	// Strangers share one held list per node until its reservations change
+	// (NodeNUMAResource keys its narrowed views by it).
+	_, first := reservation.HoldsOf(cs).On("n1")
+	cs2, _ := run(t, p, appPod("other-2", "batch", "1"), nodeInfo())
+	if _, second := reservation.HoldsOf(cs2).On("n1"); &second[0] != &first[0] {
+		t.Error("two strangers got different held lists for the same reservations")
+	}
+	changed := withOwners(available("plain", "n1", "1"), "web")
+	changed.ResourceVersion = "2"
+	changed.Labels = map[string]string{"changed": "yes"}
+	if err := p.cache.SetReservation(changed); err != nil {
+		t.Fatal(err)
+	}
+	cs3, _ := run(t, p, appPod("other-3", "batch", "1"), nodeInfo())
+	if _, third := reservation.HoldsOf(cs3).On("n1"); len(third) == 0 || &third[0] == &first[0] {
+		t.Error("after a reservation changed, a stranger got the old held list")
+	}
 
 	// A malformed resource-status names the key and keeps what was pinned.
 	bad := pinned.DeepCopy()
