@@ -115,9 +115,9 @@ type result struct {
 	points                 map[string]float64 // extension point → p99 ms
 	plugins                map[string]float64 // plugin/extension point → p99 ms
 	// cpuMs is the process's CPU time (user + system) per measured pod: API
-	// server, etcd, scheduler and pod creators together. Unlike throughput
-	// it does not drop when the machine is slow for a while, so it shows
-	// what a profile costs with less noise.
+	// server, etcd, scheduler and pod creators together. When the process
+	// keeps every core busy, throughput is about cores / cpuMs: this tells
+	// a case that costs more CPU from one that waits more.
 	cpuMs float64
 }
 
