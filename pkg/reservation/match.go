@@ -122,7 +122,9 @@ func PodKeys(pod *corev1.Pod) []string {
 }
 
 // SameAs reports whether o and p were compiled from equal owner specs, so
-// that any pod matches both or neither.
+// that any pod matches both or neither: Match reads nothing of a reservation
+// but its owners (were it to read, say, the template's namespace, that would
+// have to be part of spec).
 func (o Owners) SameAs(p Owners) bool { return o.spec == p.spec }
 
 // Match reports whether pod matches any entry.

@@ -40,7 +40,7 @@ func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node string, view *Node
 		return view, nil
 	}
 	if use == nil && view.beside != nil {
-		if m := view.beside.p.Load(); m != nil && m.held == &held[0] {
+		if m := view.beside.Load(); m != nil && m.held == &held[0] {
 			return m.view, nil
 		}
 	}
@@ -63,7 +63,7 @@ func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node string, view *Node
 	narrowed.derive()
 	if use == nil {
 		if view.beside != nil {
-			view.beside.p.Store(&besideEntry{held: &held[0], view: &narrowed})
+			view.beside.Store(&besideEntry{held: &held[0], view: &narrowed})
 		}
 		return &narrowed, nil
 	}

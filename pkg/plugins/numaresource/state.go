@@ -106,15 +106,11 @@ type NodeView struct {
 	pcpuCaps []NUMACapacity
 	// beside keeps this view narrowed for pods that own none of the node's
 	// reservations (see forPod); nil on views that are narrowed already.
-	beside *besideMemo
+	beside *atomic.Pointer[besideEntry]
 }
 
-// besideMemo is a node's view narrowed by the reservations held against a
+// besideEntry is a node's view narrowed by the reservations held against a
 // pod, with the held list it was narrowed for.
-type besideMemo struct {
-	p atomic.Pointer[besideEntry]
-}
-
 type besideEntry struct {
 	held *reservation.Hold // the first element of the list
 	view *NodeView
@@ -361,7 +357,7 @@ func (n *nodeState) buildView() *NodeView {
 	block := &struct {
 		memo   policyMemo
 		view   NodeView
-		beside besideMemo
+		beside atomic.Pointer[besideEntry]
 	}{}
 	v := &block.view
 	*v = NodeView{
