@@ -247,6 +247,10 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 	if err != nil {
 		b.Fatal(err)
 	}
+	stopProfile, err := startCPUProfile(os.Getenv("KOORD_PERF_CPU_PROFILES"), c.name)
+	if err != nil {
+		b.Fatal(err)
+	}
 	start := time.Now()
 	created := make(chan error, 1)
 	go func() { created <- createPods(ctx, kube, ns, c.mix, sz.warmupPods, total) }()
@@ -275,6 +279,9 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 	elapsed := time.Unix(0, bound.last.Load()).Sub(start)
 	cpuEnd, err := processCPU()
 	if err != nil {
+		b.Fatal(err)
+	}
+	if err := stopProfile(); err != nil {
 		b.Fatal(err)
 	}
 	after, afterCounts, err := gather(append(names, counted...)...)
@@ -324,6 +331,28 @@ func processCPU() (time.Duration, error) {
 		return 0, fmt.Errorf("getrusage: %w", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
+// startCPUProfile profiles the measured phase only, into <dir>/<case>.cpu,
+// so that two cases' profiles differ by their schedulers and not by the
+// setup around them (go tool pprof -diff_base). No dir, no profile. A
+// profile of the whole run (-test.cpuprofile) would hold every case.
+func startCPUProfile(dir, name string) (stop func() error, err error) {
+	if dir == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(filepath.Join(dir, strings.ReplaceAll(name, "/", "-")+".cpu"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // writeHeapProfile keeps what is live at the end of the measured phase, by
