@@ -11,6 +11,13 @@
 // cache: with a map per plugin, each paid those misses again, and they were
 // most of what the plugins cost per node in the whole-scheduler benchmark.
 //
+// Readers in Filter and Score find a row by the node object they are handed
+// (Of): the scheduler hands every plugin the same *v1.Node for a node until
+// the node changes, so its address finds the row without reading the name,
+// whose bytes are one more cache miss per node, and two when comparing it
+// with the key. A node object not seen before is looked up by name once and
+// added to that index.
+//
 // Writers serialise on the table's lock; readers see each node's latest
 // value. Rows for new nodes gather in a small map merged into the large one
 // in batches, so that n nodes arriving at start cost O(n·√n) copying rather
@@ -26,6 +33,8 @@ import (
 	"sync/atomic"
 	"unique"
 	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // maxColumns is how many plugins can share a table: the three Koord plugins
@@ -39,6 +48,11 @@ type Table struct {
 	// main holds most rows; fresh those added since main was last rebuilt.
 	// Readers look in main first; fresh holds at most max(64, √len(main)).
 	main, fresh atomic.Pointer[map[string]*row]
+	// byNode and byNodeFresh index rows by node object, the same way. An
+	// object replaced by a newer one of its node, or whose row left the
+	// table, stays in the index until the next merge drops it: at most
+	// max(64, √n) objects are held past their time.
+	byNode, byNodeFresh atomic.Pointer[map[*corev1.Node]*row]
 	// Writers' fields on another cache line than the readers' pointers:
 	// taking the lock must not evict those from the other CPUs' caches.
 	_       [64]byte
@@ -49,8 +63,16 @@ type Table struct {
 }
 
 // row is a node's values, one per column, each a *T of its column's type.
+// 64 bytes: one cache line (the size class is aligned to it).
 type row struct {
 	vals [maxColumns]unsafe.Pointer
+	// node is the latest node object indexed to the row: the index's
+	// merges drop the others.
+	node atomic.Pointer[corev1.Node]
+	// gone is set when the row leaves the table; the node index may still
+	// point at it until its next merge, and readers then look by name.
+	gone atomic.Bool
+	_    [64 - maxColumns*8 - 8 - 4]byte
 }
 
 func (r *row) empty() bool {
@@ -79,6 +101,65 @@ func (t *Table) row(node string) *row {
 		return r
 	}
 	return fresh[node]
+}
+
+// rowOf is node's row, found by the node object's address when it was
+// seen before (see the package comment).
+func (t *Table) rowOf(node *corev1.Node) *row {
+	fresh := loadIndex(&t.byNodeFresh)
+	if r := loadIndex(&t.byNode)[node]; r != nil && !r.gone.Load() {
+		return r
+	}
+	if r := fresh[node]; r != nil && !r.gone.Load() {
+		return r
+	}
+	r := t.row(node.Name)
+	if r != nil {
+		t.index(node, r)
+	}
+	return r
+}
+
+func loadIndex(p *atomic.Pointer[map[*corev1.Node]*row]) map[*corev1.Node]*row {
+	if m := p.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
+// index adds node → r to the node index, in the small map until it holds
+// max(64, √n) entries, then merging both into a new large one without the
+// entries whose object was replaced or whose row is gone.
+func (t *Table) index(node *corev1.Node, r *row) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r.gone.Load() {
+		return
+	}
+	main, fresh := loadIndex(&t.byNode), loadIndex(&t.byNodeFresh)
+	if main[node] == r || fresh[node] == r {
+		return // another reader indexed it meanwhile
+	}
+	r.node.Store(node)
+	if len(fresh)+1 > max(64, int(math.Sqrt(float64(len(main))))) {
+		m := make(map[*corev1.Node]*row, len(main)+len(fresh)+1)
+		for _, from := range []map[*corev1.Node]*row{main, fresh} {
+			for n, r := range from {
+				if !r.gone.Load() && r.node.Load() == n {
+					m[n] = r
+				}
+			}
+		}
+		t.copied += len(m)
+		t.byNode.Store(&m)
+		t.byNodeFresh.Store(nil)
+		return
+	}
+	f := make(map[*corev1.Node]*row, len(fresh)+1)
+	maps.Copy(f, fresh)
+	f[node] = r
+	t.copied += len(f)
+	t.byNodeFresh.Store(&f)
 }
 
 // addLocked makes node's row.
@@ -112,6 +193,7 @@ func (t *Table) removeLocked(node string) {
 	for _, p := range []*atomic.Pointer[map[string]*row]{&t.main, &t.fresh} {
 		cur := load(p)
 		if r, ok := cur[node]; ok && r.empty() {
+			r.gone.Store(true)
 			m := maps.Clone(cur)
 			delete(m, node)
 			t.copied += len(m)
@@ -165,6 +247,16 @@ func NewSlots[T any](t *Table) Slots[T] {
 // Get is node's value, nil when there is none.
 func (s Slots[T]) Get(node string) *T {
 	if r := s.t.row(node); r != nil {
+		return (*T)(atomic.LoadPointer(&r.vals[s.i]))
+	}
+	return nil
+}
+
+// Of is the value of the node whose object the scheduler handed to Filter
+// or Score, nil when there is none: Get without reading the node's name once
+// the object has been seen.
+func (s Slots[T]) Of(node *corev1.Node) *T {
+	if r := s.t.rowOf(node); r != nil {
 		return (*T)(atomic.LoadPointer(&r.vals[s.i]))
 	}
 	return nil

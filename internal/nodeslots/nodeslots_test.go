@@ -6,6 +6,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func rows(t *Table) int { return len(load(&t.main)) + len(load(&t.fresh)) }
@@ -241,4 +245,126 @@ func TestRowsStayVisibleThroughMerges(t *testing.T) {
 		latest.Store(int64(i))
 	}
 	stop()
+}
+
+func node(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// Of finds a node's value by the object the scheduler hands out, and stays
+// right as the object is replaced (a node update), the value changes, and
+// the node's row goes and comes back.
+func TestOf(t *testing.T) {
+	s := NewSlots[int](nil)
+	one, two := 1, 2
+	n1 := node("n1")
+	if s.Of(n1) != nil {
+		t.Fatal("value for a node never set")
+	}
+	s.Set("n1", &one)
+	if got := s.Of(n1); got == nil || *got != 1 {
+		t.Fatalf("Of(n1) = %v, want 1", got)
+	}
+	if n := len(loadIndex(&s.t.byNodeFresh)) + len(loadIndex(&s.t.byNode)); n != 1 {
+		t.Errorf("%d index entries after one lookup, want 1", n)
+	}
+	s.Set("n1", &two)
+	if got := s.Of(n1); got == nil || *got != 2 {
+		t.Errorf("Of(n1) after Set = %v, want 2", got)
+	}
+	// The node changed: the scheduler hands a new object.
+	n1b := node("n1")
+	if got := s.Of(n1b); got == nil || *got != 2 {
+		t.Errorf("Of(new n1 object) = %v, want 2", got)
+	}
+	// The row goes and a new one comes: the old index entries must not
+	// lead to the old row.
+	s.Delete("n1")
+	if got := s.Of(n1b); got != nil {
+		t.Errorf("Of(n1) after Delete = %v, want none", *got)
+	}
+	s.Set("n1", &one)
+	if got := s.Of(n1b); got == nil || *got != 1 {
+		t.Errorf("Of(n1) after Delete and Set = %v, want 1", got)
+	}
+	if got := s.Of(n1); got == nil || *got != 1 {
+		t.Errorf("Of(old n1 object) after Delete and Set = %v, want 1", got)
+	}
+	// A name not in the table is never indexed under another node's row.
+	if s.Of(node("n2")) != nil {
+		t.Error("value for n2, never set")
+	}
+}
+
+// Replaced node objects leave the index at its merges: a node updated many
+// times does not keep its old objects alive, and every node's value is
+// found all along.
+func TestIndexDropsReplacedObjects(t *testing.T) {
+	s := NewSlots[int](nil)
+	const nodes = 500
+	vals := make([]int, nodes)
+	for i := range vals {
+		vals[i] = i
+		s.Set(fmt.Sprintf("n%d", i), &vals[i])
+	}
+	for round := 0; round < 20; round++ {
+		for i := range vals {
+			if got := s.Of(node(fmt.Sprintf("n%d", i))); got == nil || *got != i {
+				t.Fatalf("round %d: n%d = %v, want %d", round, i, got, i)
+			}
+		}
+	}
+	// 10000 objects were looked up; the index holds the latest per node
+	// and at most a small map's worth more.
+	if n := len(loadIndex(&s.t.byNodeFresh)) + len(loadIndex(&s.t.byNode)); n > nodes+max(64, isqrt(nodes))+1 {
+		t.Errorf("index holds %d objects for %d nodes", n, nodes)
+	}
+}
+
+// Readers finding rows by object while writers set, delete and re-add
+// nodes and new objects arrive (run with -race).
+func TestOfConcurrent(t *testing.T) {
+	s := NewSlots[int](nil)
+	objs := make([]atomic.Pointer[corev1.Node], 8)
+	for i := range objs {
+		objs[i].Store(node(fmt.Sprintf("n%d", i)))
+	}
+	var wrong atomic.Int64
+	stop := readers(4, func() {
+		for i := range objs {
+			if v := s.Of(objs[i].Load()); v != nil && *v%8 != i {
+				wrong.Add(1)
+			}
+		}
+	})
+	for k := 0; k < 5000; k++ {
+		i := k % 8
+		v := k - k%8 + i
+		s.Set(fmt.Sprintf("n%d", i), &v)
+		if k%7 == 0 {
+			s.Delete(fmt.Sprintf("n%d", (k/7)%8))
+		}
+		if k%3 == 0 {
+			objs[i].Store(node(fmt.Sprintf("n%d", i)))
+		}
+	}
+	stop()
+	if n := wrong.Load(); n > 0 {
+		t.Errorf("%d lookups returned another node's value", n)
+	}
+	for i := range objs {
+		v := 100 + i
+		s.Set(fmt.Sprintf("n%d", i), &v)
+		if got := s.Of(objs[i].Load()); got == nil || *got != v {
+			t.Errorf("n%d = %v after the writers stopped, want %d", i, got, v)
+		}
+	}
+}
+
+// A row is one cache line: a node's lookup reads one line for every
+// plugin's value.
+func TestRowIsOneCacheLine(t *testing.T) {
+	if n := unsafe.Sizeof(row{}); n != 64 {
+		t.Errorf("row is %d bytes, want 64", n)
+	}
 }

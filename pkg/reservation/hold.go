@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/cpuset"
@@ -52,10 +53,13 @@ type Holds interface {
 	// owns none of the node's reservations it is the same list (the same
 	// first element) for every such pod until the node's reservations
 	// change, so a plugin may key what it derives from it per node by it.
-	On(node string) (use *Hold, held []Hold)
+	// node is the object the scheduler handed the caller: the Reservation
+	// plugin finds the node's reservations by its address (see
+	// internal/nodeslots).
+	On(node *corev1.Node) (use *Hold, held []Hold)
 	// Held is the CPU (milli-cores) and memory of held in total: what
 	// LoadAwareScheduling adds on every node, without walking the list.
-	Held(node string) (milliCPU, memory int64)
+	Held(node *corev1.Node) (milliCPU, memory int64)
 	// Most is at least what any one node's reservations hold against the
 	// pod, and whether any reservation pins CPUs: a per-node check that
 	// passes even with the most held, or that cares only about pinned CPUs,

@@ -299,6 +299,6 @@ func aggregated(m *slov1alpha1.NodeMetric, t slov1alpha1.AggregationType, d meta
 
 // estimate returns the node's estimate (nil without a usable NodeMetric).
 // The returned value is never mutated after publication.
-func (c *usageCache) estimate(nodeName string) *nodeEstimate {
-	return c.estimates.Get(nodeName)
+func (c *usageCache) estimate(node *corev1.Node) *nodeEstimate {
+	return c.estimates.Of(node)
 }

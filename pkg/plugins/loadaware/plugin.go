@@ -229,7 +229,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		return nil
 	}
 	node := nodeInfo.Node()
-	est := p.cache.estimate(node.Name)
+	est := p.cache.estimate(node)
 	if est == nil {
 		s.scores.Put(node, 0)
 		return nil // no NodeMetric yet: nothing to judge by
@@ -255,10 +255,10 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		if milliCPU, memory, _ := holds.Most(); milliCPU > 0 || memory > 0 {
 			worst := p.addHeld(s.estimate, milliCPU, memory, buf[:0])
 			if p.over(est, filterUsage, worst, usage, alloc) < 0 && (!s.prod || !hasAny(prod) || p.over(est, prodUsage, worst, prod, alloc) < 0) {
-				s.scores.Put(node, p.score(s, est, p.withReservations(holds, node.Name, s.estimate, buf[:0]), alloc))
+				s.scores.Put(node, p.score(s, est, p.withReservations(holds, node, s.estimate, buf[:0]), alloc))
 				return nil
 			}
-			podEst = p.withReservations(holds, node.Name, s.estimate, buf[:0])
+			podEst = p.withReservations(holds, node, s.estimate, buf[:0])
 		}
 	}
 	if st := p.check(est, filterUsage, podEst, usage, alloc, ""); st != nil {
@@ -282,7 +282,7 @@ const maxResources = 8
 // ran there already: their owners are coming, and a node filled up to its
 // thresholds meanwhile would turn them away. Nodes without reservations
 // cost nothing. The sum goes into buf (allocated only past maxResources).
-func (p *Plugin) withReservations(holds reservation.Holds, node string, est vector, buf vector) vector {
+func (p *Plugin) withReservations(holds reservation.Holds, node *corev1.Node, est vector, buf vector) vector {
 	if holds == nil {
 		return est
 	}
@@ -389,12 +389,12 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 	if v, ok := s.scores.Get(node); ok {
 		return v, nil
 	}
-	est := p.cache.estimate(node.Name)
+	est := p.cache.estimate(node)
 	if est == nil || p.expired(s, est) {
 		return 0, nil
 	}
 	var buf [maxResources]int64
-	return p.score(s, est, p.withReservations(s.holds.Get(state), node.Name, s.estimate, buf[:0]), nodeInfo.GetAllocatable()), nil
+	return p.score(s, est, p.withReservations(s.holds.Get(state), node, s.estimate, buf[:0]), nodeInfo.GetAllocatable()), nil
 }
 
 // score is Score's value for a node with a fresh estimate, podEst being the

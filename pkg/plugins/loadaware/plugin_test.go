@@ -226,43 +226,43 @@ func TestEstimationOfUnreportedPods(t *testing.T) {
 	p.cache.setMetric("n1", metric("n1", t0, "2", "4Gi", podMetric("old", "1", "1Gi", "")))
 	old := makePod("old", rl("2", "2Gi"), nil, 0) // estimate 1700m
 	p.cache.assign(old, "n1", t0.Add(-10*time.Minute))
-	if got := p.cache.estimate("n1").get(0, filterUsage); got != 2000 {
+	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 2000 {
 		t.Errorf("a pod the metric reflects must not be added again: usage %dm, want 2000m", got)
 	}
 	// Bound 30s before the report (within one 60s interval): the metric may
 	// show only part of it, so the rest of its estimate is added.
 	recent := makePod("recent", rl("2", "2Gi"), nil, 0)
 	p.cache.assign(recent, "n1", t0.Add(-30*time.Second))
-	if got := p.cache.estimate("n1").get(0, filterUsage); got != 3700 {
+	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 3700 {
 		t.Errorf("recent pod missing from podsMetric: usage %dm, want 3700m", got)
 	}
 	// Reserved (assumed) pods count too, and Unreserve takes them back.
 	assumed := makePod("assumed", rl("1", "1Gi"), nil, 0)
 	p.Reserve(context.Background(), framework.NewCycleState(), assumed, "n1")
-	if got := p.cache.estimate("n1").get(0, filterUsage); got != 4550 {
+	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 4550 {
 		t.Errorf("after Reserve: usage %dm, want 4550m", got)
 	}
 	p.Unreserve(context.Background(), framework.NewCycleState(), assumed, "n1")
-	if got := p.cache.estimate("n1").get(0, filterUsage); got != 3700 {
+	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 3700 {
 		t.Errorf("after Unreserve: usage %dm, want 3700m", got)
 	}
 	// A report 20s later includes "recent" at 1.2 cores, but it may have
 	// sampled before the pod warmed up: the rest of its estimate (500m) stays.
 	clk.t = t0.Add(20 * time.Second)
 	p.cache.setMetric("n1", metric("n1", clk.t, "3200m", "5Gi", podMetric("old", "1", "1Gi", ""), podMetric("recent", "1200m", "1Gi", "")))
-	if got := p.cache.estimate("n1").get(0, filterUsage); got != 3700 {
+	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 3700 {
 		t.Errorf("partly reported pod: usage %dm, want 3700m", got)
 	}
 	// A report more than an interval after the binding reflects it: nothing is added.
 	clk.t = t0.Add(120 * time.Second)
 	p.cache.setMetric("n1", metric("n1", clk.t, "3200m", "5Gi", podMetric("old", "1", "1Gi", ""), podMetric("recent", "1200m", "1Gi", "")))
-	if got := p.cache.estimate("n1").get(0, filterUsage); got != 3200 {
+	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 3200 {
 		t.Errorf("fully reported: usage %dm, want 3200m", got)
 	}
 	// Deleting a pod removes its estimate.
 	p.cache.remove(recent.UID)
 	p.cache.remove(old.UID)
-	if got := p.cache.estimate("n1").get(0, filterUsage); got != 3200 {
+	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 3200 {
 		t.Errorf("after deletes: usage %dm, want 3200m (the metric)", got)
 	}
 	_ = node
@@ -286,7 +286,7 @@ func TestAggregatedUsage(t *testing.T) {
 			slov1alpha1.P95: {ResourceList: rl("2", "2Gi")}, slov1alpha1.AVG: {ResourceList: rl("5", "2Gi")}}},
 	}
 	p.cache.setMetric("n1", m)
-	est := p.cache.estimate("n1")
+	est := p.cache.estimates.Get("n1")
 	if est.get(0, filterUsage) != 8000 {
 		t.Errorf("filter uses p95 over 5m: %dm, want 8000m", est.get(0, filterUsage))
 	}
@@ -391,20 +391,20 @@ func TestRebuildAfterRestart(t *testing.T) {
 	}
 	p.onPod(bound("old", t0.Add(-time.Hour)))
 	p.onPod(bound("new", t0.Add(-5*time.Second)))
-	if got := p.cache.estimate("n1").get(0, filterUsage); got != 2000+1700 {
+	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 2000+1700 {
 		t.Errorf("usage after replay = %dm, want 3700m (metric + the new pod only)", got)
 	}
 	// Replaying the same pods again (a resync) changes nothing.
 	p.onPod(bound("old", t0.Add(-time.Hour)))
 	p.onPod(bound("new", t0.Add(-5*time.Second)))
-	if got := p.cache.estimate("n1").get(0, filterUsage); got != 3700 {
+	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 3700 {
 		t.Errorf("usage after resync = %dm, want 3700m", got)
 	}
 	// A finished pod no longer counts.
 	done := bound("new", t0.Add(-5*time.Second))
 	done.Status.Phase = corev1.PodSucceeded
 	p.onPod(done)
-	if got := p.cache.estimate("n1").get(0, filterUsage); got != 2000 {
+	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 2000 {
 		t.Errorf("usage after the pod finished = %dm, want 2000m", got)
 	}
 }

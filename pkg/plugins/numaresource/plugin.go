@@ -290,7 +290,7 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	// The built view, if any, remembers the node's labels; building one (or
 	// finding there is none) takes the state's lock, which nodes where the
 	// pod binds nothing must not.
-	view := p.state.Built(node.Name)
+	view := p.state.Built(node)
 	b, binds, err := req.on(node, view)
 	if err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
@@ -305,7 +305,7 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 		}
 	}
-	view, _ = p.forPod(st, cs, node.Name, view)
+	view, _ = p.forPod(st, cs, node, view)
 	var buf [4]NUMACapacity
 	pl, err := fit(view, req, b, false, buf[:0])
 	if err != nil {
@@ -468,7 +468,7 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 		return v, nil // Filter worked it out in this cycle
 	}
 	req := st.req
-	view := p.state.Built(node.Name) // as in Filter
+	view := p.state.Built(node) // as in Filter
 	b, binds, err := req.on(node, view)
 	if err != nil || !binds {
 		return 0, nil
@@ -478,7 +478,7 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 			return 0, nil
 		}
 	}
-	view, _ = p.forPod(st, cs, node.Name, view)
+	view, _ = p.forPod(st, cs, node, view)
 	var buf [4]NUMACapacity
 	pl, err := fit(view, req, b, p.numaScore.most, buf[:0])
 	if err != nil {
@@ -559,7 +559,7 @@ func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	view, own := p.forPod(st, cs, nodeName, view)
+	view, own := p.forPod(st, cs, nodeInfo.Node(), view)
 	var cpus cpuset.CPUSet
 	if own != nil {
 		// An owner takes the CPUs its reservation pinned first.

@@ -3,6 +3,7 @@ package numaresource
 import (
 	"maps"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/cpuset"
@@ -23,7 +24,7 @@ import (
 // view, keyed by that list, so it is built once per change of either rather
 // than per pod and node. The key is the list's first element: the memo keeps
 // that list alive, so no later list can be allocated at its address.
-func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node string, view *NodeView) (v, own *NodeView) {
+func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node *corev1.Node, view *NodeView) (v, own *NodeView) {
 	holds := st.holds.Get(cs)
 	if holds == nil {
 		return view, nil
@@ -54,7 +55,7 @@ func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node string, view *Node
 			continue
 		}
 		taken = taken.Union(h.CPUs)
-		for id, m := range p.unusedMemory(node, h) {
+		for id, m := range p.unusedMemory(node.Name, h) {
 			narrowed.MemoryFree[id] -= m
 		}
 	}
@@ -73,7 +74,7 @@ func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node string, view *Node
 	mine := narrowed
 	mine.Available = view.Available.Intersection(use.CPUs)
 	mine.Caps = view.Topo.Capacity(mine.Available)
-	mine.MemoryFree = p.unusedMemory(node, use)
+	mine.MemoryFree = p.unusedMemory(node.Name, use)
 	mine.derive()
 	return &narrowed, &mine
 }

@@ -58,7 +58,7 @@ func TestReservationPinnedCPUs(t *testing.T) {
 	// reservation pinned on its NUMA node either.
 	numa := f.p.state.nodes["n1"].topo.NUMANodeOf(pinned.CPUs.List()[0])
 	view, _ := f.p.state.View("n1")
-	narrowed, own := f.p.forPod(&podState{}, withHolds(f.holds), "n1", view)
+	narrowed, own := f.p.forPod(&podState{}, withHolds(f.holds), node("n1", nil), view)
 	if own != nil || narrowed.MemoryFree[numa] != view.MemoryFree[numa]-2*gi {
 		t.Errorf("non-owner sees %d bytes free on NUMA node %d, want %d", narrowed.MemoryFree[numa], numa, view.MemoryFree[numa]-2*gi)
 	}
@@ -110,7 +110,7 @@ func TestStrangerViewKeptPerHeldList(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, own := f.p.forPod(&podState{}, withHolds(h), "n1", view)
+		v, own := f.p.forPod(&podState{}, withHolds(h), node("n1", nil), view)
 		if own != nil || v == view {
 			t.Fatalf("a stranger beside a pinned reservation: view %p (the node's %p), own %v", v, view, own)
 		}
@@ -138,7 +138,7 @@ func TestStrangerViewKeptPerHeldList(t *testing.T) {
 	// Owners are narrowed per cycle, never from the kept view.
 	use := &reservation.Hold{Name: "c", UID: "c", CPUs: cpuset.New(6, 7)}
 	view, _ := f.p.state.View("n1")
-	o1, own := f.p.forPod(&podState{}, withHolds(&reservationtest.Holds{Node: "n1", Use: use, HeldBy: b.HeldBy}), "n1", view)
+	o1, own := f.p.forPod(&podState{}, withHolds(&reservationtest.Holds{Node: "n1", Use: use, HeldBy: b.HeldBy}), node("n1", nil), view)
 	if own == nil || o1 == third || !own.Available.Equals(cpuset.New(6, 7)) {
 		t.Errorf("owner: narrowed %p (kept %p), own %v", o1, third, own)
 	}

@@ -322,7 +322,9 @@ func (s *State) Held(node string) cpuset.CPUSet {
 }
 
 // Built is node's view when it is built, nil otherwise: no lock, no build.
-func (s *State) Built(node string) *NodeView { return s.views.Get(node) }
+// node is the object the scheduler handed to Filter or Score (see
+// internal/nodeslots).
+func (s *State) Built(node *corev1.Node) *NodeView { return s.views.Of(node) }
 
 // View is a node's free capacity, or the error that keeps it from binding
 // CPUs (no numa-info ConfigMap, or a malformed one).

@@ -244,8 +244,8 @@ type nodeChoice struct {
 // A pod that owns none of the node's reservations shares the cache's
 // summary (no work, no allocation); an owner's choice is worked out once per
 // cycle and node.
-func (s *podState) on(node string) *nodeChoice {
-	sum := s.cache.summary(node)
+func (s *podState) on(node *corev1.Node) *nodeChoice {
+	sum := s.cache.summaries.Of(node)
 	if sum == nil {
 		return nil
 	}
@@ -253,7 +253,7 @@ func (s *podState) on(node string) *nodeChoice {
 		return sum.stranger
 	}
 	s.memo.mu.RLock()
-	n := s.memo.get(node)
+	n := s.memo.get(node.Name)
 	s.memo.mu.RUnlock()
 	if n != nil {
 		return n
@@ -261,10 +261,10 @@ func (s *podState) on(node string) *nodeChoice {
 	c := choose(sum.views, s.pod, s.req, s.reqMilliCPU, s.reqMemory, s.affinity, s.placeholder)
 	s.memo.mu.Lock()
 	defer s.memo.mu.Unlock()
-	if prev := s.memo.get(node); prev != nil {
+	if prev := s.memo.get(node.Name); prev != nil {
 		return prev // another goroutine of this cycle got there first
 	}
-	return s.memo.put(node, sum.views, c)
+	return s.memo.put(node.Name, sum.views, c)
 }
 
 // holdsOf splits views into the one the pod consumes (use, may be nil) and the others.
@@ -285,11 +285,11 @@ var _ reservation.Holds = &podState{}
 
 // On tells the other plugins which of node's reservations the pod consumes
 // (the one Reserve took, or the one it would take) and which it may not touch.
-func (s *podState) On(node string) (*reservation.Hold, []reservation.Hold) {
-	if s.reserved != nil && s.reservedNode == node {
+func (s *podState) On(node *corev1.Node) (*reservation.Hold, []reservation.Hold) {
+	if s.reserved != nil && s.reservedNode == node.Name {
 		// After Reserve (one node, once): the reservation taken, as it is
 		// now, with the pod among its consumers.
-		views := s.cache.OnNode(node)
+		views := s.cache.OnNode(node.Name)
 		for i := range views {
 			if views[i].Reservation.UID == s.reserved.UID {
 				return holdsOf(views, &views[i])
@@ -307,10 +307,10 @@ func (s *podState) On(node string) (*reservation.Hold, []reservation.Hold) {
 
 // Held sums what On holds against the pod; before Reserve it is the choice's
 // running total, made when the choice was.
-func (s *podState) Held(node string) (milliCPU, memory int64) {
-	if s.reserved == nil || s.reservedNode != node {
+func (s *podState) Held(node *corev1.Node) (milliCPU, memory int64) {
+	if s.reserved == nil || s.reservedNode != node.Name {
 		if !s.mayOwn || s.placeholder {
-			if sum := s.cache.summary(node); sum != nil {
+			if sum := s.cache.summaries.Of(node); sum != nil {
 				return sum.heldMilliCPU, sum.heldMemory
 			}
 			return 0, 0
@@ -408,7 +408,7 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 		// reservations need not be looked up.
 		return nil
 	}
-	n := s.on(ni.Node().Name)
+	n := s.on(ni.Node())
 	if n == nil {
 		if s.required {
 			return fwk.NewStatus(fwk.Unschedulable, requiredReason(choice{}))
@@ -449,7 +449,7 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, ni
 	if s == nil || s.placeholder {
 		return 0, nil
 	}
-	if n := s.on(ni.Node().Name); n != nil && n.c.use != nil {
+	if n := s.on(ni.Node()); n != nil && n.c.use != nil {
 		return fwk.MaxNodeScore, nil
 	}
 	return 0, nil

@@ -243,42 +243,42 @@ func TestHoldsForOtherPlugins(t *testing.T) {
 	if holds == nil {
 		t.Fatal("no reservation.Holds in the cycle state")
 	}
-	use, held := holds.On("n1")
+	use, held := holds.On(named("n1"))
 	if use == nil || use.Name != "pinned" || use.CPUs.String() != "2-3" || use.NUMAMemory[1] != 1<<30 || use.MilliCPU != 2000 {
 		t.Fatalf("owner's reservation %+v, want pinned with CPUs 2-3 and 1Gi on NUMA node 1", use)
 	}
 	if len(held) != 1 || held[0].Name != "plain" || held[0].Pinned() {
 		t.Fatalf("held against the owner %+v, want plain, pinning nothing", held)
 	}
-	if u, h := holds.On("n2"); u != nil || h != nil {
+	if u, h := holds.On(named("n2")); u != nil || h != nil {
 		t.Errorf("a node without reservations: %v %v", u, h)
 	}
-	if cpu, _ := holds.Held("n1"); cpu != 1000 {
+	if cpu, _ := holds.Held(named("n1")); cpu != 1000 {
 		t.Errorf("owner: %dm held against it, want 1000m (plain)", cpu)
 	}
 	// After Reserve it is the reservation taken, and it counts the owner.
 	if s := p.Reserve(ctx, cs, appPod("db-0", "db", "2"), "n1"); !s.IsSuccess() {
 		t.Fatal(s.AsError())
 	}
-	if use, _ = holds.On("n1"); use == nil || len(use.Consumers) != 1 || use.MilliCPU != 0 {
+	if use, _ = holds.On(named("n1")); use == nil || len(use.Consumers) != 1 || use.MilliCPU != 0 {
 		t.Errorf("after Reserve: %+v, want pinned with the owner as its consumer and nothing left", use)
 	}
 
 	cs, _ = run(t, p, appPod("other", "batch", "1"), nodeInfo())
-	if use, held := reservation.HoldsOf(cs).On("n1"); use != nil || len(held) != 2 {
+	if use, held := reservation.HoldsOf(cs).On(named("n1")); use != nil || len(held) != 2 {
 		t.Errorf("a stranger: use %v, held %d, want none and both", use, len(held))
 	}
-	if cpu, _ := reservation.HoldsOf(cs).Held("n1"); cpu != 1000 {
+	if cpu, _ := reservation.HoldsOf(cs).Held(named("n1")); cpu != 1000 {
 		t.Errorf("a stranger: %dm held against it, want 1000m (plain; pinned is used up)", cpu)
 	}
-	if cpu, _ := reservation.HoldsOf(cs).Held("n2"); cpu != 0 {
+	if cpu, _ := reservation.HoldsOf(cs).Held(named("n2")); cpu != 0 {
 		t.Errorf("a stranger on a node without reservations: %dm held", cpu)
 	}
 	// Strangers share one held list per node until its reservations change
 	// (NodeNUMAResource keys its narrowed views by it).
-	_, first := reservation.HoldsOf(cs).On("n1")
+	_, first := reservation.HoldsOf(cs).On(named("n1"))
 	cs2, _ := run(t, p, appPod("other-2", "batch", "1"), nodeInfo())
-	if _, second := reservation.HoldsOf(cs2).On("n1"); &second[0] != &first[0] {
+	if _, second := reservation.HoldsOf(cs2).On(named("n1")); &second[0] != &first[0] {
 		t.Error("two strangers got different held lists for the same reservations")
 	}
 	changed := withOwners(available("plain", "n1", "1"), "web")
@@ -288,7 +288,7 @@ func TestHoldsForOtherPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs3, _ := run(t, p, appPod("other-3", "batch", "1"), nodeInfo())
-	if _, third := reservation.HoldsOf(cs3).On("n1"); len(third) == 0 || &third[0] == &first[0] {
+	if _, third := reservation.HoldsOf(cs3).On(named("n1")); len(third) == 0 || &third[0] == &first[0] {
 		t.Error("after a reservation changed, a stranger got the old held list")
 	}
 
@@ -300,7 +300,7 @@ func TestHoldsForOtherPlugins(t *testing.T) {
 		t.Fatalf("malformed resource-status: %v", err)
 	}
 	cs, _ = run(t, p, appPod("db-1", "db", "1"), nodeInfo())
-	_, held = reservation.HoldsOf(cs).On("n1") // pinned has nothing left for db-1
+	_, held = reservation.HoldsOf(cs).On(named("n1")) // pinned has nothing left for db-1
 	if i := slices.IndexFunc(held, func(h reservation.Hold) bool { return h.Name == "pinned" }); i < 0 || held[i].CPUs.String() != "2-3" {
 		t.Errorf("after a malformed update: %+v, want pinned still holding 2-3", held)
 	}
@@ -384,7 +384,7 @@ func TestOwnerMemoConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for _, n := range nodes {
-				seen[g] = append(seen[g], s.on(n))
+				seen[g] = append(seen[g], s.on(named(n)))
 			}
 		}()
 	}
@@ -416,7 +416,7 @@ func TestMixedOwnersOnOneNode(t *testing.T) {
 			t.Fatalf("%s owner: %v", app, st)
 		}
 		// Of three 1-CPU reservations the pod uses one: two are held against it.
-		if milliCPU, _ := getState(cs).Held("n1"); milliCPU != 2000 {
+		if milliCPU, _ := getState(cs).Held(named("n1")); milliCPU != 2000 {
 			t.Errorf("held against the %s owner: %dm, want 2000m", app, milliCPU)
 		}
 		// Reservation names end with the app whose pods own them.
@@ -426,3 +426,6 @@ func TestMixedOwnersOnOneNode(t *testing.T) {
 		p.Unreserve(context.Background(), cs, pod, "n1")
 	}
 }
+
+// named is a node object as the scheduler hands plugins one.
+func named(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }

@@ -3,6 +3,8 @@
 package reservationtest
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/koord-project/koord/pkg/reservation"
@@ -20,15 +22,18 @@ var _ reservation.Holds = &Holds{}
 
 func (h *Holds) Clone() fwk.StateData { return h }
 
-func (h *Holds) On(node string) (*reservation.Hold, []reservation.Hold) {
-	if h.Node != "" && node != h.Node {
+func (h *Holds) On(node *corev1.Node) (*reservation.Hold, []reservation.Hold) {
+	if h.Node != "" && node.Name != h.Node {
 		return nil, nil
 	}
 	return h.Use, h.HeldBy
 }
 
 func (h *Holds) Most() (milliCPU, memory int64, pinned bool) {
-	milliCPU, memory = h.Held(h.Node)
+	_, held := h.On(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.Node}})
+	for _, x := range held {
+		milliCPU, memory = milliCPU+x.MilliCPU, memory+x.Memory
+	}
 	pinned = h.Use != nil && h.Use.Pinned()
 	for i := range h.HeldBy {
 		pinned = pinned || h.HeldBy[i].Pinned()
@@ -36,7 +41,7 @@ func (h *Holds) Most() (milliCPU, memory int64, pinned bool) {
 	return milliCPU, memory, pinned
 }
 
-func (h *Holds) Held(node string) (milliCPU, memory int64) {
+func (h *Holds) Held(node *corev1.Node) (milliCPU, memory int64) {
 	_, held := h.On(node)
 	for _, x := range held {
 		milliCPU, memory = milliCPU+x.MilliCPU, memory+x.Memory
