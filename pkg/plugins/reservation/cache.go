@@ -54,10 +54,15 @@ type Cache struct {
 	// settled on every node without matching owners there.
 	ownerKeys map[string]int
 	keyless   int
-	// most is the largest of the nodes' stranger totals and whether any
-	// reservation pins CPUs (see reservation.Holds.Most), updated with the
-	// summaries.
+	// most bounds the nodes' stranger totals from above and says whether
+	// any reservation pins CPUs (see reservation.Holds.Most), updated with
+	// the summaries (noteSummaryLocked).
 	most atomic.Pointer[mostHeld]
+	// pinnedNodes counts the summaries holding a pinned reservation; loose
+	// the totals that dropped since the bound was last worked out over
+	// every node (while it is 0 the bound is exact); scanned the summaries
+	// read doing so (tests bound it).
+	pinnedNodes, loose, scanned int
 }
 
 type mostHeld struct {
@@ -73,8 +78,10 @@ type nodeSummary struct {
 	// heldMilliCPU and heldMemory are stranger's totals, here too so that
 	// LoadAwareScheduling's Held for most pods reads this object only.
 	heldMilliCPU, heldMemory int64
-	views                    []View
-	stranger                 *nodeChoice
+	// pinned is set when one of the reservations pins CPUs or NUMA memory.
+	pinned   bool
+	views    []View
+	stranger *nodeChoice
 }
 
 // owns says whether pod is an owner of any of the node's reservations.
@@ -118,9 +125,9 @@ func (c *Cache) refreshLocked(e *entry) {
 func (c *Cache) summarizeLocked(node string) {
 	entries := c.byNode[node]
 	if len(entries) == 0 {
-		if c.summaries.Get(node) != nil {
+		if old := c.summaries.Get(node); old != nil {
 			c.summaries.Delete(node)
-			c.updateMostLocked()
+			c.noteSummaryLocked(old, nil)
 		}
 		return
 	}
@@ -134,26 +141,49 @@ func (c *Cache) summarizeLocked(node string) {
 		stranger.c.hold(&views[i])
 	}
 	stranger.once.Do(func() { stranger.use, stranger.held = holdsOf(views, nil) })
-	c.summaries.Set(node, &nodeSummary{views: views, stranger: stranger, heldMilliCPU: stranger.c.heldMilliCPU, heldMemory: stranger.c.heldMemory})
-	c.updateMostLocked()
+	sum := &nodeSummary{views: views, stranger: stranger, heldMilliCPU: stranger.c.heldMilliCPU, heldMemory: stranger.c.heldMemory}
+	for i := range views {
+		sum.pinned = sum.pinned || views[i].hold.Pinned()
+	}
+	old := c.summaries.Get(node)
+	c.summaries.Set(node, sum)
+	c.noteSummaryLocked(old, sum)
 }
 
-// updateMostLocked recomputes most from every node's summary: once per
-// change, over the nodes that hold reservations.
-func (c *Cache) updateMostLocked() {
-	m := &mostHeld{}
-	for node := range c.byNode {
-		sum := c.summaries.Get(node)
-		if sum == nil {
-			continue
+// noteSummaryLocked updates most for a node whose summary went from old to
+// cur (either nil: none). A total above the bound raises it at once and
+// pinning is counted, but a total that drops only counts towards working
+// the bound out again over every node, which happens once as many totals as
+// a tenth of the nodes have dropped: Most promises an upper bound, and
+// working it out on every change made each change (each owner that takes
+// its reservation is one) cost a pass over every node holding one.
+func (c *Cache) noteSummaryLocked(old, cur *nodeSummary) {
+	m := *c.most.Load()
+	if old != nil && old.pinned {
+		c.pinnedNodes--
+	}
+	if cur != nil {
+		if cur.pinned {
+			c.pinnedNodes++
 		}
-		m.milliCPU = max(m.milliCPU, sum.heldMilliCPU)
-		m.memory = max(m.memory, sum.heldMemory)
-		for i := range sum.views {
-			m.pinned = m.pinned || sum.views[i].hold.Pinned()
+		m.milliCPU = max(m.milliCPU, cur.heldMilliCPU)
+		m.memory = max(m.memory, cur.heldMemory)
+	}
+	m.pinned = c.pinnedNodes > 0
+	if old != nil && (cur == nil || cur.heldMilliCPU < old.heldMilliCPU || cur.heldMemory < old.heldMemory) {
+		if c.loose++; c.loose > len(c.byNode)/10 {
+			m.milliCPU, m.memory = 0, 0
+			for node := range c.byNode {
+				if sum := c.summaries.Get(node); sum != nil {
+					m.milliCPU = max(m.milliCPU, sum.heldMilliCPU)
+					m.memory = max(m.memory, sum.heldMemory)
+					c.scanned++
+				}
+			}
+			c.loose = 0
 		}
 	}
-	c.most.Store(m)
+	c.most.Store(&m)
 }
 
 // refresh recomputes e's view after a change.

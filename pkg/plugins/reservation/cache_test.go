@@ -2,6 +2,9 @@ package reservation
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -272,5 +275,71 @@ func TestMostHeld(t *testing.T) {
 	c.DeleteReservation(pinnedR.UID)
 	if m, _, pinned := s.Most(); m != 1000 || pinned {
 		t.Errorf("after deleting big and pinned: Most %dm pinned %v, want 1000m, none pinned", m, pinned)
+	}
+}
+
+// Through any sequence of reservations coming, shrinking and going on many
+// nodes, Most stays an upper bound of every node's total, says exactly
+// whether one pins CPUs, is exact whenever no total dropped since it was
+// last worked out, and is worked out over every node only once per tenth
+// of the nodes' drops, not on every change.
+func TestMostStaysABound(t *testing.T) {
+	c := NewCache(nil)
+	s := &podState{cache: c}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const nodes, steps = 200, 3000
+	live := map[string]*schedulingv1alpha1.Reservation{}
+	var names []string
+	version := 0
+	set := func(r *schedulingv1alpha1.Reservation) {
+		version++
+		r.ResourceVersion = strconv.Itoa(version)
+		if err := c.SetReservation(r); err != nil {
+			t.Fatal(err)
+		}
+		live[r.Name] = r
+	}
+	for step := 0; step < steps; step++ {
+		switch op := rng.IntN(10); {
+		case op < 5 || len(names) == 0:
+			r := available(fmt.Sprintf("r%d", step), fmt.Sprintf("n%d", rng.IntN(nodes)), strconv.Itoa(1+rng.IntN(4)))
+			if rng.IntN(5) == 0 {
+				r.Annotations = map[string]string{extension.AnnotationResourceStatus: `{"cpuset":"0"}`}
+			}
+			set(r)
+			names = append(names, r.Name)
+		case op < 8:
+			i := rng.IntN(len(names))
+			c.DeleteReservation(live[names[i]].UID)
+			delete(live, names[i])
+			names = slices.Delete(names, i, i+1)
+		default:
+			r := live[names[rng.IntN(len(names))]].DeepCopy()
+			r.Status.Allocatable = cpu("1")
+			set(r)
+		}
+		perNode := map[string]int64{}
+		pinned := false
+		for _, r := range live {
+			perNode[r.Status.NodeName] += r.Status.Allocatable.Cpu().MilliValue()
+			pinned = pinned || r.Annotations != nil
+		}
+		var most int64
+		for _, v := range perNode {
+			most = max(most, v)
+		}
+		m, _, p := s.Most()
+		if m < most || p != pinned {
+			t.Fatalf("step %d: Most %dm pinned %v; a node holds %dm, pinned %v", step, m, p, most, pinned)
+		}
+		if c.loose > len(c.byNode)/10 {
+			t.Fatalf("step %d: %d totals dropped since the bound was last worked out, over a tenth of %d nodes", step, c.loose, len(c.byNode))
+		}
+		if c.loose == 0 && m != most {
+			t.Fatalf("step %d: no total dropped since the last pass, yet Most is %dm, the largest %dm", step, m, most)
+		}
+	}
+	if limit := 10*steps + nodes; c.scanned > limit {
+		t.Errorf("%d changes read %d summaries working out the bound, want at most %d", steps, c.scanned, limit)
 	}
 }
