@@ -234,12 +234,6 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		s.scores.Put(node, 0)
 		return nil // no NodeMetric yet: nothing to judge by
 	}
-	// What the node's reservations hold against the pod is counted on
-	// every node: Score needs it on every node that passes, so skipping it
-	// where even the most any node holds would pass (reservation.Holds.Most)
-	// saved no look-up, and cost a second pass over the thresholds.
-	var buf [maxResources]int64
-	podEst := p.withReservations(s.holds.Get(state), node, s.estimate, buf[:0])
 	if p.expired(s, est) {
 		if p.args.FilterExpiredNodeMetrics && !p.args.EnableScheduleWhenNodeMetricsExpired {
 			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node metric of %s expired (updated %s ago)", node.Name, p.now().Sub(est.updateTime()).Round(time.Second)))
@@ -252,6 +246,12 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		usage, prod = custom.usage, custom.prod
 	}
 	alloc := nodeInfo.GetAllocatable()
+	// What the node's reservations hold against the pod is counted on
+	// every node: Score needs it on every node that passes, so skipping it
+	// where even the most any node holds would pass (reservation.Holds.Most)
+	// saved no look-up, and cost a second pass over the thresholds.
+	var buf [maxResources]int64
+	podEst := p.withReservations(s.holds.Get(state), node, s.estimate, buf[:0])
 	if st := p.check(est, filterUsage, podEst, usage, alloc, ""); st != nil {
 		return st
 	}

@@ -505,6 +505,12 @@ func (c *Cache) summary(node string) *nodeSummary {
 	return c.summaries.Get(node)
 }
 
+// summaryOf is summary for the node object the scheduler handed Filter or
+// Score: found by its address (see internal/nodeslots).
+func (c *Cache) summaryOf(node *corev1.Node) *nodeSummary {
+	return c.summaries.Of(node)
+}
+
 // OnNode lists the node's reservations, by name. The slice is shared: read it, do not change it.
 func (c *Cache) OnNode(node string) []View {
 	if n := c.summary(node); n != nil {

@@ -245,7 +245,7 @@ type nodeChoice struct {
 // summary (no work, no allocation); an owner's choice is worked out once per
 // cycle and node.
 func (s *podState) on(node *corev1.Node) *nodeChoice {
-	sum := s.cache.summaries.Of(node)
+	sum := s.cache.summaryOf(node)
 	if sum == nil {
 		return nil
 	}
@@ -310,7 +310,7 @@ func (s *podState) On(node *corev1.Node) (*reservation.Hold, []reservation.Hold)
 func (s *podState) Held(node *corev1.Node) (milliCPU, memory int64) {
 	if s.reserved == nil || s.reservedNode != node.Name {
 		if !s.mayOwn || s.placeholder {
-			if sum := s.cache.summaries.Of(node); sum != nil {
+			if sum := s.cache.summaryOf(node); sum != nil {
 				return sum.heldMilliCPU, sum.heldMemory
 			}
 			return 0, 0

@@ -30,10 +30,7 @@ func (h *Holds) On(node *corev1.Node) (*reservation.Hold, []reservation.Hold) {
 }
 
 func (h *Holds) Most() (milliCPU, memory int64, pinned bool) {
-	_, held := h.On(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.Node}})
-	for _, x := range held {
-		milliCPU, memory = milliCPU+x.MilliCPU, memory+x.Memory
-	}
+	milliCPU, memory = h.Held(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.Node}})
 	pinned = h.Use != nil && h.Use.Pinned()
 	for i := range h.HeldBy {
 		pinned = pinned || h.HeldBy[i].Pinned()
