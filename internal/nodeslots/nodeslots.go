@@ -11,13 +11,18 @@
 // cache: with a map per plugin, each paid those misses again, and they were
 // most of what the plugins cost per node in the whole-scheduler benchmark.
 //
-// Readers in Filter and Score find a row by the node object they are handed
-// (Of): the scheduler hands every plugin the same *v1.Node for a node until
-// the node changes, so its address finds the row without reading the name,
-// whose bytes are one more cache miss per node, and two when comparing it
-// with the key. A node object not seen before is looked up by name once and
-// added to that index.
-//
+// Readers in Filter and Score find a node's values by the node object they
+// are handed (Of): the scheduler hands every plugin the same *v1.Node for a
+// node until the node changes, so its address finds the values without
+// reading the name, whose bytes are one more cache miss per node, and two
+// when comparing it with the key. The node index is an open-addressed array
+// of one cache line per entry, holding the object's address and a copy of
+// its row's values: a lookup reads the line it hashes to and nothing else,
+// where a Go map read the map's group and then the row, two or three lines
+// that the API server sharing the CPU's caches had evicted since the last
+// cycle. A node object not seen before is looked up by name once and
+// entered.
+
 // Writers serialise on the table's lock; readers see each node's latest
 // value. Rows for new nodes gather in a small map merged into the large one
 // in batches, so that n nodes arriving at start cost O(n·√n) copying rather
@@ -28,6 +33,7 @@ import (
 	"context"
 	"maps"
 	"math"
+	"math/bits"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -48,11 +54,8 @@ type Table struct {
 	// main holds most rows; fresh those added since main was last rebuilt.
 	// Readers look in main first; fresh holds at most max(64, √len(main)).
 	main, fresh atomic.Pointer[map[string]*row]
-	// byNode and byNodeFresh index rows by node object, the same way. An
-	// object replaced by a newer one of its node, or whose row left the
-	// table, stays in the index until the next merge drops it: at most
-	// max(64, √n) objects are held past their time.
-	byNode, byNodeFresh atomic.Pointer[map[*corev1.Node]*row]
+	// index finds values by node object (see nodeIndex).
+	index atomic.Pointer[nodeIndex]
 	// Writers' fields on another cache line than the readers' pointers:
 	// taking the lock must not evict those from the other CPUs' caches.
 	_       [64]byte
@@ -62,17 +65,16 @@ type Table struct {
 	copied int
 }
 
-// row is a node's values, one per column, each a *T of its column's type.
-// 64 bytes: one cache line (the size class is aligned to it).
+// row is a node's values, one per column, each a *T of its column's type;
+// readers by name read it, and the node index mirrors it.
 type row struct {
 	vals [maxColumns]unsafe.Pointer
-	// node is the latest node object indexed to the row: the index's
-	// merges drop the others.
-	node atomic.Pointer[corev1.Node]
-	// gone is set when the row leaves the table; the node index may still
-	// point at it until its next merge, and readers then look by name.
-	gone atomic.Bool
-	_    [64 - maxColumns*8 - 8 - 4]byte
+	// The fields below are only touched under the table's lock.
+	// entry is the row's entry in the current node index, nil when none:
+	// writers update its copy of vals along with the row's.
+	entry *entry
+	// gone is set when the row leaves the table.
+	gone bool
 }
 
 func (r *row) empty() bool {
@@ -103,63 +105,152 @@ func (t *Table) row(node string) *row {
 	return fresh[node]
 }
 
-// rowOf is node's row, found by the node object's address when it was
-// seen before (see the package comment).
-func (t *Table) rowOf(node *corev1.Node) *row {
-	fresh := loadIndex(&t.byNodeFresh)
-	if r := loadIndex(&t.byNode)[node]; r != nil && !r.gone.Load() {
-		return r
+// nodeIndex is an open-addressed hash table (linear probing) from node
+// object to entry. Entries are only ever added (in place, under the table's
+// lock, the key stored last) or made tombstones, never reused: a reader
+// that found an entry for its object never reads another object's values
+// from it. An index half full (live entries and tombstones) is replaced by
+// a new one holding the live entries, a third of its size at most, so most
+// lookups read a single entry.
+type nodeIndex struct {
+	entries []entry
+	shift   uint8 // 64 − log2(len(entries)), for Fibonacci hashing
+	// used counts live entries and tombstones, live the former (under the
+	// table's lock).
+	used, live int
+}
+
+// entry is one node object's line of the index: the object and a copy of
+// its row's values, written under the table's lock whenever the row's are.
+type entry struct {
+	// node is nil for a free entry and tombstone for one taken out.
+	node atomic.Pointer[corev1.Node]
+	vals [maxColumns]unsafe.Pointer
+	r    *row // under the table's lock
+	_    [64 - 8 - maxColumns*8 - 8]byte
+}
+
+// tombstone keys the entries taken out of an index: of an object replaced by
+// its node's newer one, or of a row that left the table. Probes go on past
+// it; it is no object a plugin is handed.
+var tombstone = &corev1.Node{}
+
+// minIndex is the smallest index, in entries: 64 KiB, which Go allocates
+// page-aligned (smaller arrays of pointers start after an 8-byte header),
+// so every entry starts a cache line.
+const minIndex = 1024
+
+func newIndex(size int) *nodeIndex {
+	return &nodeIndex{entries: make([]entry, size), shift: uint8(64 - bits.TrailingZeros(uint(size)))}
+}
+
+// first is where node's probe starts.
+func (ix *nodeIndex) first(node *corev1.Node) uint64 {
+	return (uint64(uintptr(unsafe.Pointer(node))) * 0x9E3779B97F4A7C15) >> ix.shift
+}
+
+// find is node's live entry, nil when the index has none.
+func (ix *nodeIndex) find(node *corev1.Node) *entry {
+	if ix == nil {
+		return nil
 	}
-	if r := fresh[node]; r != nil && !r.gone.Load() {
-		return r
+	mask := uint64(len(ix.entries) - 1)
+	for i := ix.first(node); ; i = (i + 1) & mask {
+		e := &ix.entries[i]
+		switch e.node.Load() {
+		case node:
+			return e
+		case nil:
+			return nil
+		}
+	}
+}
+
+// insertLocked enters node for r in a free entry; the index has room.
+func (ix *nodeIndex) insertLocked(node *corev1.Node, r *row) *entry {
+	mask := uint64(len(ix.entries) - 1)
+	i := ix.first(node)
+	for ix.entries[i].node.Load() != nil {
+		i = (i + 1) & mask
+	}
+	e := &ix.entries[i]
+	for c := range r.vals {
+		atomic.StorePointer(&e.vals[c], atomic.LoadPointer(&r.vals[c]))
+	}
+	e.r = r
+	e.node.Store(node) // last: a reader that sees the key sees the values
+	ix.used++
+	ix.live++
+	return e
+}
+
+// dropLocked makes e a tombstone.
+func (ix *nodeIndex) dropLocked(e *entry) {
+	e.node.Store(tombstone)
+	for c := range e.vals {
+		atomic.StorePointer(&e.vals[c], nil)
+	}
+	e.r.entry, e.r = nil, nil
+	ix.live--
+}
+
+// of is the value in column c of the node whose object the scheduler
+// handed to Filter or Score: from its index entry, or, for an object not
+// seen before, from its row found by name, entering the object.
+func (t *Table) of(node *corev1.Node, c int) unsafe.Pointer {
+	if e := t.index.Load().find(node); e != nil {
+		return atomic.LoadPointer(&e.vals[c])
 	}
 	r := t.row(node.Name)
-	if r != nil {
-		t.index(node, r)
+	if r == nil {
+		return nil
 	}
-	return r
+	t.enter(node, r)
+	return atomic.LoadPointer(&r.vals[c])
 }
 
-func loadIndex(p *atomic.Pointer[map[*corev1.Node]*row]) map[*corev1.Node]*row {
-	if m := p.Load(); m != nil {
-		return *m
-	}
-	return nil
-}
-
-// index adds node → r to the node index, in the small map until it holds
-// max(64, √n) entries, then merging both into a new large one without the
-// entries whose object was replaced or whose row is gone.
-func (t *Table) index(node *corev1.Node, r *row) {
+// enter makes node the object r's index entry is for, in place of the
+// object it was for (a node update replaces the object; the old one then
+// misses and is looked up by name should an older snapshot still hand it
+// out). When the index would be over half full, a new one at least three
+// times the live entries takes its place: rebuilds copy at most two entries
+// per object entered.
+func (t *Table) enter(node *corev1.Node, r *row) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if r.gone.Load() {
+	if r.gone {
 		return
 	}
-	main, fresh := loadIndex(&t.byNode), loadIndex(&t.byNodeFresh)
-	if main[node] == r || fresh[node] == r {
-		return // another reader indexed it meanwhile
+	ix := t.index.Load()
+	if e := ix.find(node); e != nil {
+		return // another reader entered it meanwhile
 	}
-	r.node.Store(node)
-	if len(fresh)+1 > max(64, int(math.Sqrt(float64(len(main))))) {
-		m := make(map[*corev1.Node]*row, len(main)+len(fresh)+1)
-		for _, from := range []map[*corev1.Node]*row{main, fresh} {
-			for n, r := range from {
-				if !r.gone.Load() && r.node.Load() == n {
-					m[n] = r
+	if r.entry != nil {
+		ix.dropLocked(r.entry)
+	}
+	if ix == nil || 2*(ix.used+1) > len(ix.entries) {
+		live := 0
+		if ix != nil {
+			live = ix.live
+		}
+		size := minIndex
+		for size < 3*(live+1) {
+			size *= 2
+		}
+		next := newIndex(size)
+		if ix != nil {
+			for i := range ix.entries {
+				e := &ix.entries[i]
+				if n := e.node.Load(); n != nil && n != tombstone {
+					e.r.entry = next.insertLocked(n, e.r)
 				}
 			}
+			t.copied += ix.live
 		}
-		t.copied += len(m)
-		t.byNode.Store(&m)
-		t.byNodeFresh.Store(nil)
-		return
+		t.index.Store(next)
+		ix = next
 	}
-	f := make(map[*corev1.Node]*row, len(fresh)+1)
-	maps.Copy(f, fresh)
-	f[node] = r
-	t.copied += len(f)
-	t.byNodeFresh.Store(&f)
+	r.entry = ix.insertLocked(node, r)
 }
 
 // addLocked makes node's row.
@@ -193,7 +284,10 @@ func (t *Table) removeLocked(node string) {
 	for _, p := range []*atomic.Pointer[map[string]*row]{&t.main, &t.fresh} {
 		cur := load(p)
 		if r, ok := cur[node]; ok && r.empty() {
-			r.gone.Store(true)
+			r.gone = true
+			if r.entry != nil {
+				t.index.Load().dropLocked(r.entry)
+			}
 			m := maps.Clone(cur)
 			delete(m, node)
 			t.copied += len(m)
@@ -256,10 +350,7 @@ func (s Slots[T]) Get(node string) *T {
 // or Score, nil when there is none: Get without reading the node's name once
 // the object has been seen.
 func (s Slots[T]) Of(node *corev1.Node) *T {
-	if r := s.t.rowOf(node); r != nil {
-		return (*T)(atomic.LoadPointer(&r.vals[s.i]))
-	}
-	return nil
+	return (*T)(s.t.of(node, s.i))
 }
 
 // Set publishes v (nil: none for now) as node's value. The node keeps its
@@ -276,6 +367,9 @@ func (s Slots[T]) Set(node string, v *T) {
 		r = s.t.addLocked(node)
 	}
 	atomic.StorePointer(&r.vals[s.i], unsafe.Pointer(v))
+	if r.entry != nil {
+		atomic.StorePointer(&r.entry.vals[s.i], unsafe.Pointer(v))
+	}
 }
 
 // Delete forgets node's value, and the node's row once no column has one:
@@ -285,6 +379,9 @@ func (s Slots[T]) Delete(node string) {
 	defer s.t.mu.Unlock()
 	if r := s.t.row(node); r != nil {
 		atomic.StorePointer(&r.vals[s.i], nil)
+		if r.entry != nil {
+			atomic.StorePointer(&r.entry.vals[s.i], nil)
+		}
 		s.t.removeLocked(node)
 	}
 }

@@ -265,8 +265,8 @@ func TestOf(t *testing.T) {
 	if got := s.Of(n1); got == nil || *got != 1 {
 		t.Fatalf("Of(n1) = %v, want 1", got)
 	}
-	if n := len(loadIndex(&s.t.byNodeFresh)) + len(loadIndex(&s.t.byNode)); n != 1 {
-		t.Errorf("%d index entries after one lookup, want 1", n)
+	if ix := s.t.index.Load(); ix == nil || ix.live != 1 || ix.used != 1 {
+		t.Errorf("index after one lookup: %+v, want one live entry", ix)
 	}
 	s.Set("n1", &two)
 	if got := s.Of(n1); got == nil || *got != 2 {
@@ -296,8 +296,8 @@ func TestOf(t *testing.T) {
 	}
 }
 
-// Replaced node objects leave the index at its merges: a node updated many
-// times does not keep its old objects alive, and every node's value is
+// Replaced node objects leave the index: a node updated many times does not
+// keep its old objects alive or grow the index, and every node's value is
 // found all along.
 func TestIndexDropsReplacedObjects(t *testing.T) {
 	s := NewSlots[int](nil)
@@ -314,10 +314,64 @@ func TestIndexDropsReplacedObjects(t *testing.T) {
 			}
 		}
 	}
-	// 10000 objects were looked up; the index holds the latest per node
-	// and at most a small map's worth more.
-	if n := len(loadIndex(&s.t.byNodeFresh)) + len(loadIndex(&s.t.byNode)); n > nodes+max(64, isqrt(nodes))+1 {
-		t.Errorf("index holds %d objects for %d nodes", n, nodes)
+	// 10000 objects were looked up; the index holds the latest per node,
+	// and its size follows the nodes, not the objects.
+	ix := s.t.index.Load()
+	if ix.live != nodes {
+		t.Errorf("index holds %d live objects for %d nodes", ix.live, nodes)
+	}
+	held := 0
+	for i := range ix.entries {
+		if n := ix.entries[i].node.Load(); n != nil && n != tombstone {
+			held++
+		}
+	}
+	if held != nodes {
+		t.Errorf("index entries hold %d objects for %d nodes", held, nodes)
+	}
+	if len(ix.entries) > max(minIndex, 6*nodes) {
+		t.Errorf("index has %d entries for %d nodes", len(ix.entries), nodes)
+	}
+	// Rebuilds copy live entries only, at most two per object entered,
+	// and growing by doubling adds at most one.
+	if s.t.copied > 3*20*nodes {
+		t.Errorf("index rebuilds copied %d entries for %d lookups of new objects", s.t.copied, 20*nodes)
+	}
+}
+
+// Every node a lookup enters is found by its object afterwards, with the
+// latest value, through rebuilds of the index; values of deleted nodes are
+// not.
+func TestIndexFindsEveryEntered(t *testing.T) {
+	s := NewSlots[int](nil)
+	const nodes = 3000
+	objs := make([]*corev1.Node, nodes)
+	vals := make([]int, nodes)
+	for i := range objs {
+		objs[i] = node(fmt.Sprintf("n%d", i))
+		vals[i] = i
+		s.Set(objs[i].Name, &vals[i])
+		if got := s.Of(objs[i]); got == nil || *got != i {
+			t.Fatalf("n%d = %v, want %d", i, got, i)
+		}
+	}
+	for i := range objs {
+		if i%3 == 0 {
+			s.Delete(objs[i].Name)
+			continue
+		}
+		v := -i
+		s.Set(objs[i].Name, &v)
+	}
+	ix := s.t.index.Load()
+	for i, n := range objs {
+		e := ix.find(n)
+		switch {
+		case i%3 == 0 && e != nil:
+			t.Errorf("n%d: deleted, still in the index", i)
+		case i%3 != 0 && (e == nil || *(*int)(e.vals[0]) != -i):
+			t.Errorf("n%d: index entry %v, want one with %d", i, e, -i)
+		}
 	}
 }
 
@@ -361,10 +415,51 @@ func TestOfConcurrent(t *testing.T) {
 	}
 }
 
-// A row is one cache line: a node's lookup reads one line for every
-// plugin's value.
-func TestRowIsOneCacheLine(t *testing.T) {
-	if n := unsafe.Sizeof(row{}); n != 64 {
-		t.Errorf("row is %d bytes, want 64", n)
+// An index entry is one cache line, and so is where each starts: a node's
+// lookup reads one line for every plugin's value.
+func TestEntryIsOneCacheLine(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n != 64 {
+		t.Errorf("entry is %d bytes, want 64", n)
+	}
+	for size := minIndex; size <= 1<<17; size *= 2 {
+		if p := uintptr(unsafe.Pointer(&newIndex(size).entries[0])); p%64 != 0 {
+			t.Errorf("an index of %d entries starts at %#x, not on a cache line", size, p)
+		}
+	}
+}
+
+// An entry taken out stays out until its index is replaced: a reader that
+// found it for its object, and reads the values a moment later, must not
+// read another node's values from it.
+func TestEntriesNotReused(t *testing.T) {
+	s := NewSlots[int](nil)
+	one := 1
+	s.Set("n0", &one)
+	old := node("n0")
+	s.Of(old)
+	ix := s.t.index.Load()
+	e := ix.find(old)
+	s.Of(node("n0")) // the node changed: old's entry is taken out
+	if e.node.Load() != tombstone {
+		t.Fatal("the replaced object's entry is still in use")
+	}
+	// Objects whose probe starts at the taken-out entry.
+	at := uint64(uintptr(unsafe.Pointer(e))-uintptr(unsafe.Pointer(&ix.entries[0]))) / uint64(unsafe.Sizeof(entry{}))
+	for i, found := 1, 0; found < 3; i++ {
+		n := node(fmt.Sprintf("n%d", i))
+		if ix.first(n) != at {
+			continue
+		}
+		found++
+		s.Set(n.Name, &one)
+		if got := s.Of(n); got == nil || *got != 1 {
+			t.Fatalf("%s = %v, want 1", n.Name, got)
+		}
+		if s.t.index.Load() != ix {
+			t.Fatal("the index was replaced")
+		}
+		if n := e.node.Load(); n != tombstone {
+			t.Fatalf("the entry taken out was reused for %s", n.Name)
+		}
 	}
 }
