@@ -260,7 +260,7 @@ func wholeScheduler(b *strings.Builder, perf []result) error {
 	}
 	fmt.Fprintf(b, "### Whole scheduler against stock kube-scheduler\n\n")
 	fmt.Fprintf(b, "%d repetitions, cases interleaved; each figure is the median over the repetitions (min–max), each ratio the median of the ratios within a repetition, to stock kube-scheduler on the same mix.\n\n", len(reps))
-	b.WriteString("| case | mix | pods/s | ratio | pods/s, p50 of 1-s windows | ratio | attempt p50 ms | attempt p99 ms | heap MB | attempts a pod | nodes filtered a pod | CPU ms a pod | ratio |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| case | mix | pods/s | ratio | pods/s, p50 of 1-s windows | ratio | attempt p50 ms | attempt p99 ms | heap MB | attempts a pod | nodes filtered a pod | CPU ms a pod | ratio | KB allocated a pod | ratio |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	// Runs before the last columns existed have no figure for them.
 	optional := func(v []float64, format string) string {
 		if len(v) == 0 {
@@ -269,11 +269,12 @@ func wholeScheduler(b *strings.Builder, perf []result) error {
 		return fmt.Sprintf(format, median(v))
 	}
 	for _, c := range order {
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %s | %s | %s | %s |\n", c, mixOf(c),
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s | %s |\n", c, mixOf(c),
 			spread(values(c, "pods/s")), fmtRatio(ratio(c, "pods/s")), spread(values(c, "p50-pods/s")), fmtRatio(ratio(c, "p50-pods/s")),
 			median(values(c, "attempt-p50-ms")), median(values(c, "attempt-p99-ms")), median(values(c, "heap-MB")),
 			optional(values(c, "attempts/pod"), "%.2f"), optional(values(c, "filtered-nodes/pod"), "%.0f"),
-			optional(values(c, "cpu-ms/pod"), "%.2f"), fmtRatio(ratio(c, "cpu-ms/pod")))
+			optional(values(c, "cpu-ms/pod"), "%.2f"), fmtRatio(ratio(c, "cpu-ms/pod")),
+			optional(values(c, "alloc-KB/pod"), "%.0f"), fmtRatio(ratio(c, "alloc-KB/pod")))
 	}
 	b.WriteString("\nTargets (throughput ratio to stock, median):\n\n")
 	for _, t := range targets {

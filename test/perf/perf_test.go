@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -119,11 +120,17 @@ type result struct {
 	// keeps every core busy, throughput is about cores / cpuMs: this tells
 	// a case that costs more CPU from one that waits more.
 	cpuMs float64
+	// allocKB is what the process allocated per measured pod: the garbage
+	// collector's work grows with it, whoever allocated.
+	allocKB float64
 }
 
 // BenchmarkScheduler runs every case once per repetition, the cases of a
 // repetition one after another, so that the machine's drift touches all
-// alike (go test's -count would repeat each case back to back instead): use
+// alike (go test's -count would repeat each case back to back instead), in
+// the opposite order every other repetition, so that no case is always the
+// one run later, after the others' garbage and on a machine drifting one
+// way: use
 // -test.benchtime=1x and KOORD_PERF_REPETITIONS (default 1). Cases are named
 // rep=<n>/<case>; `benchstat -ignore /rep` summarises across repetitions.
 // Sizes: KOORD_PERF_NODES (default 1000), KOORD_PERF_PODS (measured pods,
@@ -146,7 +153,7 @@ func BenchmarkScheduler(b *testing.B) {
 	})
 	for rep := 1; rep <= envInt("KOORD_PERF_REPETITIONS", 1); rep++ {
 		var results []result
-		for _, c := range cases {
+		for _, c := range inOrder(cases, rep) {
 			if !pick.MatchString(c.name) {
 				continue
 			}
@@ -161,11 +168,27 @@ func BenchmarkScheduler(b *testing.B) {
 				b.ReportMetric(r.attempts, "attempts/pod")
 				b.ReportMetric(r.searched, "filtered-nodes/pod")
 				b.ReportMetric(r.cpuMs, "cpu-ms/pod")
+				b.ReportMetric(r.allocKB, "alloc-KB/pod")
 				b.ReportMetric(0, "ns/op") // one run of the whole case, not an op
 			})
 		}
+		slices.SortStableFunc(results, func(a, b result) int { return caseIndex(a.name) - caseIndex(b.name) })
 		report(b, rep, results)
 	}
+}
+
+// inOrder is the order repetition rep runs the cases in: as listed in odd
+// repetitions, reversed in even ones.
+func inOrder(cs []perfCase, rep int) []perfCase {
+	out := slices.Clone(cs)
+	if rep%2 == 0 {
+		slices.Reverse(out)
+	}
+	return out
+}
+
+func caseIndex(name string) int {
+	return slices.IndexFunc(cases, func(c perfCase) bool { return c.name == name })
 }
 
 func runCase(b *testing.B, c perfCase, sz size) result {
@@ -247,6 +270,7 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 	if err != nil {
 		b.Fatal(err)
 	}
+	allocStart := allocatedBytes()
 	stopProfile, err := startCPUProfile(os.Getenv("KOORD_PERF_CPU_PROFILES"), c.name)
 	if err != nil {
 		b.Fatal(err)
@@ -281,6 +305,7 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 	if err != nil {
 		b.Fatal(err)
 	}
+	allocEnd := allocatedBytes()
 	if err := stopProfile(); err != nil {
 		b.Fatal(err)
 	}
@@ -303,6 +328,7 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 	r := result{name: c.name, mix: c.mix.name, pods: sz.measuredPods, avg: float64(sz.measuredPods) / elapsed.Seconds(), p50: median(windows), heapMB: float64(mem.HeapInuse) / (1 << 20),
 		points: map[string]float64{}, plugins: map[string]float64{}}
 	r.cpuMs = float64(cpuEnd-cpuStart) / float64(time.Millisecond) / float64(sz.measuredPods)
+	r.allocKB = float64(allocEnd-allocStart) / 1024 / float64(sz.measuredPods)
 	r.attempts = afterCounts.sum(beforeCounts, counted[1]) / float64(sz.measuredPods)
 	// Every Filter plugin without a PreFilter skip sees every node searched,
 	// so the most evaluated one counts the nodes searched.
@@ -322,6 +348,17 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 		}
 	}
 	return r
+}
+
+// allocatedBytes is what the process has allocated on the heap so far (a
+// runtime metric: reading it does not stop the world, as ReadMemStats does).
+func allocatedBytes() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // processCPU is the CPU time (user + system) the process has used so far.
@@ -399,11 +436,11 @@ func report(b *testing.B, rep int, results []result) {
 		}
 		return fmt.Sprintf("%.2f", f(r)/f(s))
 	}
-	out := "\n| case | mix | pods | pods/s (avg) | ratio | pods/s (p50 of 1 s) | ratio | attempt p50 ms | attempt p99 ms | heap MB | attempts/pod | nodes filtered/pod | CPU ms/pod | ratio |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+	out := "\n| case | mix | pods | pods/s (avg) | ratio | pods/s (p50 of 1 s) | ratio | attempt p50 ms | attempt p99 ms | heap MB | attempts/pod | nodes filtered/pod | CPU ms/pod | ratio | alloc KB/pod | ratio |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 	for _, r := range results {
-		out += fmt.Sprintf("| %s | %s | %d | %.0f | %s | %.0f | %s | %.1f | %.1f | %.0f | %.2f | %.0f | %.2f | %s |\n", r.name, r.mix, r.pods,
+		out += fmt.Sprintf("| %s | %s | %d | %.0f | %s | %.0f | %s | %.1f | %.1f | %.0f | %.2f | %.0f | %.2f | %s | %.0f | %s |\n", r.name, r.mix, r.pods,
 			r.avg, ratio(r, func(r result) float64 { return r.avg }), r.p50, ratio(r, func(r result) float64 { return r.p50 }), r.attemptP50, r.attemptP99, r.heapMB, r.attempts, r.searched,
-			r.cpuMs, ratio(r, func(r result) float64 { return r.cpuMs }))
+			r.cpuMs, ratio(r, func(r result) float64 { return r.cpuMs }), r.allocKB, ratio(r, func(r result) float64 { return r.allocKB }))
 	}
 	out += "\np99 per extension point, ms:\n\n" + table(results, func(r result) map[string]float64 { return r.points })
 	out += "\np99 per plugin and extension point (the scheduler samples 10 percent of cycles), ms; Koord plugins and NodeResourcesFit:\n\n" +

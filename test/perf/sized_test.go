@@ -29,3 +29,21 @@ func TestSized(t *testing.T) {
 		t.Errorf("small binding run: %+v", got)
 	}
 }
+
+// Repetitions alternate the order of the cases, and every case runs once
+// in each.
+func TestInOrder(t *testing.T) {
+	first, second := inOrder(cases, 1), inOrder(cases, 2)
+	if first[0].name != cases[0].name || second[0].name != cases[len(cases)-1].name || second[len(second)-1].name != cases[0].name {
+		t.Errorf("repetition 1 starts with %s, 2 with %s and ends with %s", first[0].name, second[0].name, second[len(second)-1].name)
+	}
+	if len(first) != len(cases) || len(second) != len(cases) {
+		t.Errorf("%d and %d cases, want %d", len(first), len(second), len(cases))
+	}
+	if inOrder(cases, 3)[0].name != cases[0].name {
+		t.Error("repetition 3 is not in the listed order")
+	}
+	if cases[0].name != "stock" {
+		t.Error("inOrder reversed the list it was given")
+	}
+}
