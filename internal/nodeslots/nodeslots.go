@@ -44,9 +44,9 @@ import (
 )
 
 // maxColumns is how many plugins can share a table: the three Koord plugins
-// with per-node state, and room for one more. A row stays within one cache
-// line.
-const maxColumns = 4
+// with per-node state. An index entry, with a value and a memo word per
+// column, stays within one cache line.
+const maxColumns = 3
 
 // Table holds one row per node with a value in any column. The zero value is
 // empty and ready.
@@ -63,6 +63,8 @@ type Table struct {
 	mu      sync.Mutex
 	// copied counts rows copied into new maps (tests bound it).
 	copied int
+	// cycles numbers each column's memo cycles (see Cycle).
+	cycles [maxColumns]atomic.Uint64
 }
 
 // row is a node's values, one per column, each a *T of its column's type;
@@ -114,20 +116,23 @@ func (t *Table) row(node string) *row {
 // lookups read a single entry.
 type nodeIndex struct {
 	entries []entry
-	shift   uint8 // 64 − log2(len(entries)), for Fibonacci hashing
+	// rows[i] is the row entries[i] is for (under the table's lock).
+	rows  []*row
+	shift uint8 // 64 − log2(len(entries)), for Fibonacci hashing
 	// used counts live entries and tombstones, live the former (under the
 	// table's lock).
 	used, live int
 }
 
-// entry is one node object's line of the index: the object and a copy of
-// its row's values, written under the table's lock whenever the row's are.
+// entry is one node object's line of the index: the object, a copy of its
+// row's values, written under the table's lock whenever the row's are, and
+// each column's memo word (see Cycle).
 type entry struct {
 	// node is nil for a free entry and tombstone for one taken out.
 	node atomic.Pointer[corev1.Node]
 	vals [maxColumns]unsafe.Pointer
-	r    *row // under the table's lock
-	_    [64 - 8 - maxColumns*8 - 8]byte
+	memo [maxColumns]atomic.Uint64
+	_    [64 - 8 - maxColumns*16]byte
 }
 
 // tombstone keys the entries taken out of an index: of an object replaced by
@@ -141,7 +146,7 @@ var tombstone = &corev1.Node{}
 const minIndex = 1024
 
 func newIndex(size int) *nodeIndex {
-	return &nodeIndex{entries: make([]entry, size), shift: uint8(64 - bits.TrailingZeros(uint(size)))}
+	return &nodeIndex{entries: make([]entry, size), rows: make([]*row, size), shift: uint8(64 - bits.TrailingZeros(uint(size)))}
 }
 
 // first is where node's probe starts.
@@ -166,8 +171,9 @@ func (ix *nodeIndex) find(node *corev1.Node) *entry {
 	}
 }
 
-// insertLocked enters node for r in a free entry; the index has room.
-func (ix *nodeIndex) insertLocked(node *corev1.Node, r *row) *entry {
+// insertLocked enters node for r in a free entry, with memo words carried
+// over from an earlier index (nil: none); the index has room.
+func (ix *nodeIndex) insertLocked(node *corev1.Node, r *row, memo *[maxColumns]atomic.Uint64) *entry {
 	mask := uint64(len(ix.entries) - 1)
 	i := ix.first(node)
 	for ix.entries[i].node.Load() != nil {
@@ -176,21 +182,27 @@ func (ix *nodeIndex) insertLocked(node *corev1.Node, r *row) *entry {
 	e := &ix.entries[i]
 	for c := range r.vals {
 		atomic.StorePointer(&e.vals[c], atomic.LoadPointer(&r.vals[c]))
+		if memo != nil {
+			e.memo[c].Store(memo[c].Load())
+		}
 	}
-	e.r = r
+	ix.rows[i] = r
 	e.node.Store(node) // last: a reader that sees the key sees the values
 	ix.used++
 	ix.live++
+	r.entry = e
 	return e
 }
 
-// dropLocked makes e a tombstone.
-func (ix *nodeIndex) dropLocked(e *entry) {
+// dropLocked makes r's entry a tombstone.
+func (ix *nodeIndex) dropLocked(r *row) {
+	e := r.entry
 	e.node.Store(tombstone)
 	for c := range e.vals {
 		atomic.StorePointer(&e.vals[c], nil)
 	}
-	e.r.entry, e.r = nil, nil
+	ix.rows[(uintptr(unsafe.Pointer(e))-uintptr(unsafe.Pointer(&ix.entries[0])))/unsafe.Sizeof(entry{})] = nil
+	r.entry = nil
 	ix.live--
 }
 
@@ -226,7 +238,7 @@ func (t *Table) enter(node *corev1.Node, r *row) {
 		return // another reader entered it meanwhile
 	}
 	if r.entry != nil {
-		ix.dropLocked(r.entry)
+		ix.dropLocked(r)
 	}
 	if ix == nil || 2*(ix.used+1) > len(ix.entries) {
 		live := 0
@@ -242,7 +254,7 @@ func (t *Table) enter(node *corev1.Node, r *row) {
 			for i := range ix.entries {
 				e := &ix.entries[i]
 				if n := e.node.Load(); n != nil && n != tombstone {
-					e.r.entry = next.insertLocked(n, e.r)
+					next.insertLocked(n, ix.rows[i], &e.memo)
 				}
 			}
 			t.copied += ix.live
@@ -250,7 +262,7 @@ func (t *Table) enter(node *corev1.Node, r *row) {
 		t.index.Store(next)
 		ix = next
 	}
-	r.entry = ix.insertLocked(node, r)
+	ix.insertLocked(node, r, nil)
 }
 
 // addLocked makes node's row.
@@ -286,7 +298,7 @@ func (t *Table) removeLocked(node string) {
 		if r, ok := cur[node]; ok && r.empty() {
 			r.gone = true
 			if r.entry != nil {
-				t.index.Load().dropLocked(r.entry)
+				t.index.Load().dropLocked(r)
 			}
 			m := maps.Clone(cur)
 			delete(m, node)
@@ -384,4 +396,48 @@ func (s Slots[T]) Delete(node string) {
 		}
 		s.t.removeLocked(node)
 	}
+}
+
+// Cycle is one scheduling cycle's memo in a column: a number (0–255) per
+// node that the column's plugin works out in Filter and reads back in Score
+// of the same cycle. It lives in the node's index entry, the line Filter and
+// Score read the node's value from anyway: a separate table read a line of
+// its own per node, and a cache miss in Score. A value is kept for the node
+// object it was put for, within the cycle; a missing value (an object
+// entered after Put, a node without a row) is only ever a slower Score.
+type Cycle struct {
+	t  *Table
+	i  int
+	id uint64 // 1…2⁵⁶−1; 0 is a cycle that remembers nothing
+}
+
+// Begin starts a cycle; call it in PreFilter and keep the Cycle in the
+// cycle's state.
+func (s Slots[T]) Begin() Cycle {
+	return Cycle{t: s.t, i: s.i, id: s.t.cycles[s.i].Add(1) & (1<<56 - 1)}
+}
+
+// Put leaves v (0–255; others are not kept) for node in this cycle. Safe from
+// the concurrent Filter calls of one cycle; a later Put for the same node
+// replaces the value.
+func (c Cycle) Put(node *corev1.Node, v int64) {
+	if c.id == 0 || v < 0 || v > 255 {
+		return
+	}
+	if e := c.t.index.Load().find(node); e != nil {
+		e.memo[c.i].Store(c.id<<8 | uint64(v))
+	}
+}
+
+// Get is the value Put left for node in this cycle, if any.
+func (c Cycle) Get(node *corev1.Node) (int64, bool) {
+	if c.id == 0 {
+		return 0, false
+	}
+	if e := c.t.index.Load().find(node); e != nil {
+		if w := e.memo[c.i].Load(); w>>8 == c.id {
+			return int64(w & 255), true
+		}
+	}
+	return 0, false
 }

@@ -144,7 +144,7 @@ func TestShared(t *testing.T) {
 	}
 }
 
-// A fifth plugin on a handle still works, with a table of its own.
+// A plugin past maxColumns on a handle still works, with a table of its own.
 func TestFullTable(t *testing.T) {
 	table := &Table{}
 	cols := make([]Slots[int], maxColumns+1)

@@ -20,7 +20,6 @@ import (
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
-	"github.com/koord-project/koord/internal/cyclememo"
 	"github.com/koord-project/koord/internal/nodeslots"
 	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
 	"github.com/koord-project/koord/pkg/plugins/koordclient"
@@ -62,9 +61,6 @@ type Plugin struct {
 	// must not place pods on nodes it has not yet seen to be busy.
 	synced []cache.InformerSynced
 	ready  atomic.Bool
-
-	// scores carries each node's score from Filter to Score in a cycle.
-	scores cyclememo.Table
 }
 
 // Name returns the plugin's name.
@@ -176,7 +172,7 @@ type podState struct {
 	holds reservation.HoldsOnce
 	// scores is this cycle's memo of node scores, left by Filter; zero
 	// when PreFilter did not run.
-	scores cyclememo.Cycle
+	scores nodeslots.Cycle
 }
 
 func (s *podState) Clone() fwk.StateData { return s }
@@ -214,7 +210,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 		p.ready.Store(true)
 	}
 	s := p.computePodState(pod)
-	s.scores = p.scores.Begin(len(nodes))
+	s.scores = p.cache.estimates.Begin()
 	state.Write(stateKey, s)
 	return nil, nil
 }

@@ -107,7 +107,7 @@ func BenchmarkScore(b *testing.B) {
 	pod := lsr("incoming", "4", "8Gi", nil)
 	b.Run("NodeNUMAResource", func(b *testing.B) {
 		// PreFilter without Filter: Score works the node out itself, as it
-		// does where Filter did not leave it the score (cyclememo), the
+		// does where Filter did not leave it the score (nodeslots.Cycle), the
 		// slower path; Filter's benchmark includes working the score out.
 		cs := framework.NewCycleState()
 		if _, st := f.p.PreFilter(ctx, cs, pod, nodes); !st.IsSuccess() {

@@ -26,7 +26,6 @@ import (
 	"github.com/koord-project/koord/apis/config"
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/apis/extension"
-	"github.com/koord-project/koord/internal/cyclememo"
 	"github.com/koord-project/koord/internal/nodeslots"
 	"github.com/koord-project/koord/pkg/plugins/podbinding"
 	"github.com/koord-project/koord/pkg/reservation"
@@ -77,9 +76,6 @@ type Plugin struct {
 	// binding says whether the profile binds with podbinding (the chosen
 	// CPUs ride on the Binding) or needs the PreBind patch.
 	binding podbinding.Profile
-
-	// scores carries each node's score from Filter to Score in a cycle.
-	scores cyclememo.Table
 }
 
 // scorer turns free and used amounts into 0-100 by a scoring strategy.
@@ -235,7 +231,7 @@ type podState struct {
 	// holds is the pod's reservation.Holds, read once per cycle.
 	holds reservation.HoldsOnce
 	// scores is this cycle's memo of node scores, left by Filter.
-	scores cyclememo.Cycle
+	scores nodeslots.Cycle
 }
 
 func (s *podState) Clone() fwk.StateData { return s }
@@ -263,7 +259,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	if !req.mayBind() && req.numaPolicy == extension.NUMATopologyPolicyNone {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	cs.Write(podStateKey, &podState{req: req, scores: p.scores.Begin(len(nodes))})
+	cs.Write(podStateKey, &podState{req: req, scores: p.state.BeginScores()})
 	return nil, nil
 }
 

@@ -321,6 +321,10 @@ func (s *State) Held(node string) cpuset.CPUSet {
 	return cpuset.New()
 }
 
+// BeginScores starts a scheduling cycle's memo of node scores, kept in the
+// line each node's view is found through (see nodeslots.Cycle).
+func (s *State) BeginScores() nodeslots.Cycle { return s.views.Begin() }
+
 // Built is node's view when it is built, nil otherwise: no lock, no build.
 // node is the object the scheduler handed to Filter or Score (see
 // internal/nodeslots).
