@@ -20,6 +20,7 @@ import (
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	"github.com/koord-project/koord/internal/cyclestate"
 	"github.com/koord-project/koord/internal/nodeslots"
 	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
 	"github.com/koord-project/koord/pkg/plugins/koordclient"
@@ -61,6 +62,10 @@ type Plugin struct {
 	// must not place pods on nodes it has not yet seen to be busy.
 	synced []cache.InformerSynced
 	ready  atomic.Bool
+
+	// latest is the pod state PreFilter wrote last, found without a
+	// CycleState read per node.
+	latest cyclestate.Latest[*podState]
 }
 
 // Name returns the plugin's name.
@@ -192,6 +197,9 @@ func (p *Plugin) computePodState(pod *corev1.Pod) *podState {
 }
 
 func (p *Plugin) podState(state fwk.CycleState, pod *corev1.Pod) *podState {
+	if s, ok := p.latest.In(state); ok {
+		return s
+	}
 	if d, err := state.Read(stateKey); err == nil {
 		if s, ok := d.(*podState); ok {
 			return s
@@ -212,6 +220,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 	s := p.computePodState(pod)
 	s.scores = p.cache.estimates.Begin()
 	state.Write(stateKey, s)
+	p.latest.Wrote(state, s)
 	return nil, nil
 }
 

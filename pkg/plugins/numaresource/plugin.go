@@ -26,6 +26,7 @@ import (
 	"github.com/koord-project/koord/apis/config"
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/internal/cyclestate"
 	"github.com/koord-project/koord/internal/nodeslots"
 	"github.com/koord-project/koord/pkg/plugins/podbinding"
 	"github.com/koord-project/koord/pkg/reservation"
@@ -76,6 +77,10 @@ type Plugin struct {
 	// binding says whether the profile binds with podbinding (the chosen
 	// CPUs ride on the Binding) or needs the PreBind patch.
 	binding podbinding.Profile
+
+	// latest is the pod state PreFilter wrote last, found without a
+	// CycleState read per node.
+	latest cyclestate.Latest[*podState]
 }
 
 // scorer turns free and used amounts into 0-100 by a scoring strategy.
@@ -259,14 +264,19 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	if !req.mayBind() && req.numaPolicy == extension.NUMATopologyPolicyNone {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	cs.Write(podStateKey, &podState{req: req, scores: p.state.BeginScores()})
+	st := &podState{req: req, scores: p.state.BeginScores()}
+	cs.Write(podStateKey, st)
+	p.latest.Wrote(cs, st)
 	return nil, nil
 }
 
 // PreFilterExtensions: the plugin does not track other pods' requests per cycle.
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-func readPodState(cs fwk.CycleState) (*podState, *fwk.Status) {
+func (p *Plugin) readPodState(cs fwk.CycleState) (*podState, *fwk.Status) {
+	if st, ok := p.latest.In(cs); ok {
+		return st, nil
+	}
 	d, err := cs.Read(podStateKey)
 	if err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("reading %q from cycle state: %w", podStateKey, err))
@@ -277,7 +287,7 @@ func readPodState(cs fwk.CycleState) (*podState, *fwk.Status) {
 // Filter keeps a binding pod off nodes that cannot give it the CPUs its
 // policies ask for, saying which policy and count failed.
 func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	st, status := readPodState(cs)
+	st, status := p.readPodState(cs)
 	if status != nil {
 		return status
 	}
@@ -438,7 +448,7 @@ func fitsOneNUMANode(topo *Topology, req Request) bool {
 
 // PreScore skips scoring when no candidate node would bind the pod's CPUs.
 func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
-	st, status := readPodState(cs)
+	st, status := p.readPodState(cs)
 	if status != nil {
 		return fwk.NewStatus(fwk.Skip)
 	}
@@ -455,7 +465,7 @@ func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, n
 // memory after placing the pod) and, among them, nodes where the pod fits in
 // one NUMA node, by the NUMA scoring strategy.
 func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	st, status := readPodState(cs)
+	st, status := p.readPodState(cs)
 	if status != nil {
 		return 0, status
 	}
@@ -535,7 +545,7 @@ func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
 // Reserve picks the concrete CPUs and holds them, so that no other pod
 // (including one in a parallel binding cycle) can be given them.
 func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	st, status := readPodState(cs)
+	st, status := p.readPodState(cs)
 	if status != nil {
 		return nil // PreFilter skipped the pod
 	}

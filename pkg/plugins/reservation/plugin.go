@@ -19,6 +19,7 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	"github.com/koord-project/koord/internal/cyclestate"
 	"github.com/koord-project/koord/internal/nodeslots"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
 	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
@@ -60,6 +61,10 @@ type Plugin struct {
 	// binding says whether the profile binds with podbinding
 	// (reservation-allocated rides on the Binding) or needs the PreBind patch.
 	binding podbinding.Profile
+
+	// latest is the pod state PreFilter wrote last, found without a
+	// CycleState read per node.
+	latest cyclestate.Latest[*podState]
 }
 
 func (p *Plugin) Name() string { return Name }
@@ -342,7 +347,10 @@ func (s *podState) fitsBesideMost(freeMilliCPU, freeMemory int64) bool {
 		(m.memory == 0 || s.reqMemory <= freeMemory-m.memory)
 }
 
-func getState(cs fwk.CycleState) *podState {
+func (p *Plugin) getState(cs fwk.CycleState) *podState {
+	if s, ok := p.latest.In(cs); ok {
+		return s
+	}
 	v, err := cs.Read(stateKey)
 	if err != nil {
 		return nil
@@ -384,6 +392,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	// Written even when Filter is skipped: Score, Reserve and the other
 	// plugins' Holds read it.
 	cs.Write(stateKey, s)
+	p.latest.Wrote(cs, s)
 	if milliCPU, memory, _ := s.Most(); !s.required && milliCPU == 0 && memory == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -396,7 +405,7 @@ func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // room for it, and keeps every other pod within what the node's reservations
 // leave free.
 func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
-	s := getState(cs)
+	s := p.getState(cs)
 	if s == nil {
 		return fwk.AsStatus(fmt.Errorf("%s: no PreFilter state", Name))
 	}
@@ -437,7 +446,7 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 // PreScore skips Score for pods that can consume no reservation (placeholders
 // and pods owning none): they would score 0 on every node.
 func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	if s := getState(cs); s == nil || s.placeholder || !s.mayOwn {
+	if s := p.getState(cs); s == nil || s.placeholder || !s.mayOwn {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	return nil
@@ -445,7 +454,7 @@ func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _
 
 // Score prefers nodes where the pod consumes a reservation.
 func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
-	s := getState(cs)
+	s := p.getState(cs)
 	if s == nil || s.placeholder {
 		return 0, nil
 	}
@@ -460,7 +469,7 @@ func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
 // Reserve takes the pod's share of the fullest reservation that fits it on
 // the chosen node; the check and the record are one step in the cache.
 func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	s := getState(cs)
+	s := p.getState(cs)
 	if s == nil || s.placeholder {
 		return nil
 	}
@@ -491,7 +500,7 @@ func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 // the reservation to koord-manager and to a restarted scheduler without
 // using it (the leak Koordinator users hit after failed bindings).
 func (p *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
-	s := getState(cs)
+	s := p.getState(cs)
 	if s == nil || s.reserved == nil {
 		return
 	}
@@ -511,7 +520,7 @@ func (p *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 // that consumes none this time loses the one a failed attempt left (a
 // Binding can add annotations, not remove them).
 func (p *Plugin) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
-	s := getState(cs)
+	s := p.getState(cs)
 	if s == nil || (s.reserved != nil && p.binding.Carried(p.handle)) {
 		return nil
 	}
@@ -549,7 +558,7 @@ func (p *Plugin) setAllocated(ctx context.Context, pod *corev1.Pod, a *extension
 // on the Binding, and for pods that consume no reservation and carry no
 // annotation of an earlier, failed attempt.
 func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if s := getState(cs); s != nil && s.reserved != nil {
+	if s := p.getState(cs); s != nil && s.reserved != nil {
 		if p.binding.Carried(p.handle) {
 			return nil, fwk.NewStatus(fwk.Skip)
 		}

@@ -174,8 +174,8 @@ func TestReserveAccounting(t *testing.T) {
 	if !st.IsSuccess() {
 		t.Fatalf("second owner beside a used-up reservation on an empty node: %v", st)
 	}
-	if st := p.Reserve(context.Background(), cs2, second, "n1"); !st.IsSuccess() || getState(cs2).reserved != nil {
-		t.Errorf("second owner reserved %v (%v); the reservation has nothing left", getState(cs2).reserved, st)
+	if st := p.Reserve(context.Background(), cs2, second, "n1"); !st.IsSuccess() || p.getState(cs2).reserved != nil {
+		t.Errorf("second owner reserved %v (%v); the reservation has nothing left", p.getState(cs2).reserved, st)
 	}
 	// The first pod fails to bind: its share comes back.
 	p.Unreserve(context.Background(), cs, first, "n1")
@@ -214,8 +214,8 @@ func TestFullestFitAndPlaceholders(t *testing.T) {
 	if !st.IsSuccess() {
 		t.Fatal(st)
 	}
-	if st := p.Reserve(context.Background(), cs, pod, "n1"); !st.IsSuccess() || getState(cs).reserved.Name != "small" {
-		t.Errorf("reserved %v, want the fullest fit (small)", getState(cs).reserved)
+	if st := p.Reserve(context.Background(), cs, pod, "n1"); !st.IsSuccess() || p.getState(cs).reserved.Name != "small" {
+		t.Errorf("reserved %v, want the fullest fit (small)", p.getState(cs).reserved)
 	}
 	// A reservation being scheduled consumes none: what both hold counts
 	// against it (web-1, now assumed, runs in small's share).
@@ -376,7 +376,7 @@ func TestOwnerMemoConcurrent(t *testing.T) {
 	if _, st := p.PreFilter(context.Background(), cs, pod, nil); !st.IsSuccess() {
 		t.Fatal(st)
 	}
-	s := getState(cs)
+	s := p.getState(cs)
 	seen := make([][]*nodeChoice, 8)
 	var wg sync.WaitGroup
 	for g := range seen {
@@ -416,12 +416,12 @@ func TestMixedOwnersOnOneNode(t *testing.T) {
 			t.Fatalf("%s owner: %v", app, st)
 		}
 		// Of three 1-CPU reservations the pod uses one: two are held against it.
-		if milliCPU, _ := getState(cs).Held(named("n1")); milliCPU != 2000 {
+		if milliCPU, _ := p.getState(cs).Held(named("n1")); milliCPU != 2000 {
 			t.Errorf("held against the %s owner: %dm, want 2000m", app, milliCPU)
 		}
 		// Reservation names end with the app whose pods own them.
-		if st := p.Reserve(context.Background(), cs, pod, "n1"); !st.IsSuccess() || getState(cs).reserved == nil || !strings.HasSuffix(getState(cs).reserved.Name, "-"+app) {
-			t.Errorf("%s owner reserved %v (%v), want one of its own", app, getState(cs).reserved, st)
+		if st := p.Reserve(context.Background(), cs, pod, "n1"); !st.IsSuccess() || p.getState(cs).reserved == nil || !strings.HasSuffix(p.getState(cs).reserved.Name, "-"+app) {
+			t.Errorf("%s owner reserved %v (%v), want one of its own", app, p.getState(cs).reserved, st)
 		}
 		p.Unreserve(context.Background(), cs, pod, "n1")
 	}
