@@ -48,16 +48,22 @@ type Cache struct {
 	// every node from many goroutines (without the lock), changes when a
 	// reservation or one of its owners does.
 	summaries nodeslots.Slots[nodeSummary]
-	// ownerKeys counts the cached reservations' owner keys
-	// (reservation.Owners.Keys), and keyless their entries without one: a
-	// pod offering none of the keys owns no reservation (MayOwn), and is
-	// settled on every node without matching owners there.
-	ownerKeys map[string]int
-	keyless   int
+	// ownerKeys indexes the cached reservations by owner key
+	// (reservation.Owners.Keys), and keyless holds those with an owner entry
+	// without one: a pod offering none of the keys owns no reservation
+	// (MayOwn), and is settled on every node without matching owners there;
+	// a pod that does finds the reservations it may own without matching
+	// every one (Owned).
+	ownerKeys map[string]map[*entry]struct{}
+	keyless   map[*entry]struct{}
 	// most bounds the nodes' stranger totals from above and says whether
 	// any reservation pins CPUs (see reservation.Holds.Most), updated with
 	// the summaries (noteSummaryLocked).
 	most atomic.Pointer[mostHeld]
+	// changes counts the summaries published: what Owned answered holds
+	// while it stays the same. Filter reads it per node; writers change it
+	// with the summaries, under the lock.
+	changes atomic.Uint64
 	// pinnedNodes counts the summaries holding a pinned reservation; loose
 	// the totals that dropped since the bound was last worked out over
 	// every node (while it is 0 the bound is exact); scanned the summaries
@@ -126,6 +132,7 @@ func (c *Cache) summarizeLocked(node string) {
 	entries := c.byNode[node]
 	if len(entries) == 0 {
 		if old := c.summaries.Get(node); old != nil {
+			c.changes.Add(1)
 			c.summaries.Delete(node)
 			c.noteSummaryLocked(old, nil)
 		}
@@ -146,6 +153,9 @@ func (c *Cache) summarizeLocked(node string) {
 		sum.pinned = sum.pinned || views[i].hold.Pinned()
 	}
 	old := c.summaries.Get(node)
+	// Counted before publication: a reader that sees the new summary sees
+	// the new count.
+	c.changes.Add(1)
 	c.summaries.Set(node, sum)
 	c.noteSummaryLocked(old, sum)
 }
@@ -211,7 +221,7 @@ func (e *entry) refresh() {
 // table of its own).
 func NewCache(table *nodeslots.Table) *Cache {
 	c := &Cache{byUID: map[types.UID]*entry{}, byNode: map[string]map[types.UID]*entry{}, podRes: map[types.UID]types.UID{}, waiting: map[types.UID]*corev1.Pod{},
-		versions: map[types.UID]string{}, gone: map[types.UID]time.Time{}, ownerKeys: map[string]int{}, summaries: nodeslots.NewSlots[nodeSummary](table)}
+		versions: map[types.UID]string{}, gone: map[types.UID]time.Time{}, ownerKeys: map[string]map[*entry]struct{}{}, keyless: map[*entry]struct{}{}, summaries: nodeslots.NewSlots[nodeSummary](table)}
 	c.most.Store(&mostHeld{})
 	return c
 }
@@ -267,10 +277,13 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) error {
 	e.owners = reservation.CompileOwners(r)
 	e.keys, e.keyless = e.owners.Keys()
 	for _, k := range e.keys {
-		c.ownerKeys[k]++
+		if c.ownerKeys[k] == nil {
+			c.ownerKeys[k] = map[*entry]struct{}{}
+		}
+		c.ownerKeys[k][e] = struct{}{}
 	}
 	if e.keyless {
-		c.keyless++
+		c.keyless[e] = struct{}{}
 	}
 	cpus, numaMemory, pinErr := reservation.Pinning(r)
 	if pinErr == nil {
@@ -474,13 +487,11 @@ func (e *entry) allocatedLocked(skip types.UID) corev1.ResourceList {
 // unkeyLocked takes e's owner keys out of the counts.
 func (c *Cache) unkeyLocked(e *entry) {
 	for _, k := range e.keys {
-		if c.ownerKeys[k]--; c.ownerKeys[k] <= 0 {
+		if delete(c.ownerKeys[k], e); len(c.ownerKeys[k]) == 0 {
 			delete(c.ownerKeys, k)
 		}
 	}
-	if e.keyless {
-		c.keyless--
-	}
+	delete(c.keyless, e)
 	e.keys, e.keyless = nil, false
 }
 
@@ -489,15 +500,44 @@ func (c *Cache) MayOwn(pod *corev1.Pod) bool {
 	keys := reservation.PodKeys(pod)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if c.keyless > 0 {
+	if len(c.keyless) > 0 {
 		return true
 	}
 	for _, k := range keys {
-		if c.ownerKeys[k] > 0 {
+		if len(c.ownerKeys[k]) > 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// Owned is the summaries of the nodes where pod owns one of the
+// reservations, and the count of changes they were read at: while the count
+// is the same, a node's summary is among them exactly when sum.owns(pod).
+// It matches only the reservations the pod's keys index, so that an owner
+// pod is not matched against the reservations of every node it is filtered
+// on.
+func (c *Cache) Owned(pod *corev1.Pod) (owned []*nodeSummary, at uint64) {
+	keys := reservation.PodKeys(pod)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	at = c.changes.Load()
+	check := func(e *entry) {
+		sum := c.summaries.Get(e.r.Status.NodeName)
+		if sum == nil || slices.Contains(owned, sum) || !e.owners.Match(pod) || !sum.owns(pod) {
+			return
+		}
+		owned = append(owned, sum)
+	}
+	for e := range c.keyless {
+		check(e)
+	}
+	for _, k := range keys {
+		for e := range c.ownerKeys[k] {
+			check(e)
+		}
+	}
+	return owned, at
 }
 
 // summary is node's summary, nil when it holds no reservation.

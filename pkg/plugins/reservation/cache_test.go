@@ -343,3 +343,53 @@ func TestMostStaysABound(t *testing.T) {
 		t.Errorf("%d changes read %d summaries working out the bound, want at most %d", steps, c.scanned, limit)
 	}
 }
+
+// Owned names exactly the nodes where matching every reservation finds one
+// the pod owns: by label (keyed), by a selector of expressions (keyless),
+// and several of one owner on a node or spread over nodes.
+func TestOwnedAgreesWithMatching(t *testing.T) {
+	c := NewCache(nil)
+	apps := []string{"web", "batch", "db"}
+	for i := range 30 {
+		r := available(fmt.Sprintf("r%d", i), fmt.Sprintf("n%d", i%12), "1")
+		switch i % 4 {
+		case 3:
+			r.Spec.Owners = []schedulingv1alpha1.ReservationOwner{{LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{apps[i%3]}}}}}}
+		default:
+			withOwners(r, apps[i%3])
+		}
+		if err := c.SetReservation(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pods := []*corev1.Pod{appPod("a", "web", "1"), appPod("b", "db", "1"), appPod("c", "none", "1")}
+	tiered := appPod("d", "batch", "1")
+	tiered.Labels["tier"] = "web"
+	pods = append(pods, tiered)
+	for _, pod := range pods {
+		owned, at := c.Owned(pod)
+		if at != c.changes.Load() {
+			t.Errorf("%s: read at %d, the cache is at %d", pod.Name, at, c.changes.Load())
+		}
+		found := 0
+		for i := range 12 {
+			sum := c.summary(fmt.Sprintf("n%d", i))
+			if sum == nil {
+				continue
+			}
+			if want, got := sum.owns(pod), slices.Contains(owned, sum); got != want {
+				t.Errorf("%s on n%d: Owned says %v, matching %v", pod.Name, i, got, want)
+			}
+			if sum.owns(pod) {
+				found++
+			}
+		}
+		if found != len(owned) {
+			t.Errorf("%s: %d summaries owned, %d listed", pod.Name, found, len(owned))
+		}
+		if pod.Name == "a" && found == 0 {
+			t.Fatal("the web pod owns nothing: the test cannot tell")
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -183,7 +184,12 @@ type podState struct {
 	placeholder bool
 	// mayOwn is false when the pod owns no reservation anywhere: every
 	// node's reservations are then simply held against it.
-	mayOwn      bool
+	mayOwn bool
+	// owned are the summaries of the nodes where the pod owns a
+	// reservation, as of ownedAt (Cache.Owned); ownedKnown when worked out.
+	owned       []*nodeSummary
+	ownedAt     uint64
+	ownedKnown  bool
 	req         corev1.ResourceList
 	reqMilliCPU int64
 	reqMemory   int64
@@ -254,7 +260,7 @@ func (s *podState) on(node *corev1.Node) *nodeChoice {
 	if sum == nil {
 		return nil
 	}
-	if s.placeholder || !s.mayOwn || !sum.owns(s.pod) {
+	if s.placeholder || !s.mayOwn || !s.owns(sum) {
 		return sum.stranger
 	}
 	s.memo.mu.RLock()
@@ -270,6 +276,15 @@ func (s *podState) on(node *corev1.Node) *nodeChoice {
 		return prev // another goroutine of this cycle got there first
 	}
 	return s.memo.put(node.Name, sum.views, c)
+}
+
+// owns says whether the pod owns one of sum's reservations: by PreFilter's
+// list while no summary has changed since, else by matching.
+func (s *podState) owns(sum *nodeSummary) bool {
+	if s.ownedKnown && s.cache.changes.Load() == s.ownedAt {
+		return slices.Contains(s.owned, sum)
+	}
+	return sum.owns(s.pod)
 }
 
 // holdsOf splits views into the one the pod consumes (use, may be nil) and the others.
@@ -388,6 +403,10 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		req:         req,
 		reqMilliCPU: req.Cpu().MilliValue(),
 		reqMemory:   req.Memory().Value(),
+	}
+	if s.mayOwn && !s.placeholder {
+		s.owned, s.ownedAt = p.cache.Owned(pod)
+		s.ownedKnown = true
 	}
 	// Written even when Filter is skipped: Score, Reserve and the other
 	// plugins' Holds read it.

@@ -429,3 +429,36 @@ func TestMixedOwnersOnOneNode(t *testing.T) {
 
 // named is a node object as the scheduler hands plugins one.
 func named(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+
+// An owner's PreFilter lists the nodes it owns reservations on; a
+// reservation it owns that arrives after PreFilter, or one it owned that
+// goes, is still seen right by Filter and Score of that cycle.
+func TestOwnedFollowsChanges(t *testing.T) {
+	p := testPlugin(withOwners(available("r1", "n1", "2"), "web"), withOwners(available("r2", "n2", "2"), "batch"))
+	pod := appPod("web-1", "web", "1")
+	cs := framework.NewCycleState()
+	if _, st := p.PreFilter(context.Background(), cs, pod, nil); !st.IsSuccess() {
+		t.Fatal(st.AsError())
+	}
+	s := p.getState(cs)
+	if !s.ownedKnown || len(s.owned) != 1 {
+		t.Fatalf("PreFilter listed %d owned nodes (known %v), want n1", len(s.owned), s.ownedKnown)
+	}
+	if n := s.on(named("n1")); n == nil || n.c.use == nil {
+		t.Error("n1: the pod's reservation is not used")
+	}
+	if n := s.on(named("n2")); n == nil || n.c.use != nil {
+		t.Error("n2: the pod uses another workload's reservation")
+	}
+	// After PreFilter: a reservation of the pod's on n3, and r1 gone.
+	if err := p.cache.SetReservation(withOwners(available("r3", "n3", "2"), "web")); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.on(named("n3")); n == nil || n.c.use == nil {
+		t.Error("n3: a reservation of the pod's that arrived after PreFilter is not used")
+	}
+	p.cache.DeleteReservation("uid-r1")
+	if n := s.on(named("n1")); n != nil {
+		t.Error("n1: the deleted reservation is still offered")
+	}
+}
