@@ -91,8 +91,7 @@ type nodeSummary struct {
 }
 
 // owns says whether pod is an owner of any of the node's reservations.
-func (n *nodeSummary) owns(pod *corev1.Pod) bool {
-	var m ownerMatcher
+func (n *nodeSummary) owns(pod *corev1.Pod, m ownerMatcher) bool {
 	for i := range n.views {
 		if m.match(&n.views[i].owners, pod) {
 			return true
@@ -511,23 +510,63 @@ func (c *Cache) MayOwn(pod *corev1.Pod) bool {
 	return false
 }
 
-// Owned is the summaries of the nodes where pod owns one of the
-// reservations, and the count of changes they were read at: while the count
-// is the same, a node's summary is among them exactly when sum.owns(pod).
-// It matches only the reservations the pod's keys index, so that an owner
-// pod is not matched against the reservations of every node it is filtered
-// on.
-func (c *Cache) Owned(pod *corev1.Pod) (owned []*nodeSummary, at uint64) {
+// ownership is what Cache.Owned found for one pod.
+type ownership struct {
+	// nodes are the summaries of the nodes where the pod owns a reservation.
+	nodes []*nodeSummary
+	// answers are the owners specs the pod was matched against, with the
+	// result. Matching depends on the spec and the pod only, so an answer
+	// holds for good.
+	answers []ownerAnswer
+	// at is the count of changes the summaries were read at. While the cache
+	// is still there, a node's summary is in nodes exactly when
+	// sum.owns(pod), and a spec missing from answers is one no key of the
+	// pod indexes, which the pod cannot match.
+	at uint64
+}
+
+type ownerAnswer struct {
+	owners  reservation.Owners // a copy: an entry's owners are replaced when its spec changes
+	matched bool
+}
+
+// answer is the pod's known answer for o's spec.
+func (o *ownership) answer(owners *reservation.Owners) (matched, known bool) {
+	for i := range o.answers {
+		if o.answers[i].owners.SameAs(*owners) {
+			return o.answers[i].matched, true
+		}
+	}
+	return false, false
+}
+
+// Owned lists the nodes where pod owns one of the reservations. It matches
+// only the reservations the pod's keys index, each owners spec once, so
+// that an owner pod is not matched against the reservations of every node
+// it is filtered on.
+func (c *Cache) Owned(pod *corev1.Pod) *ownership {
 	keys := reservation.PodKeys(pod)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	at = c.changes.Load()
+	o := &ownership{at: c.changes.Load()}
 	check := func(e *entry) {
-		sum := c.summaries.Get(e.r.Status.NodeName)
-		if sum == nil || slices.Contains(owned, sum) || !e.owners.Match(pod) || !sum.owns(pod) {
+		matched, known := o.answer(&e.owners)
+		if !known {
+			matched = e.owners.Match(pod)
+			o.answers = append(o.answers, ownerAnswer{owners: e.owners, matched: matched})
+		}
+		if !matched {
 			return
 		}
-		owned = append(owned, sum)
+		// The summary should hold e's view (both change under the lock
+		// held here); checked against it all the same, from the answers,
+		// since a pod listed as an owner where it owns nothing would be
+		// filtered wrongly.
+		sum := c.summaries.Get(e.r.Status.NodeName)
+		if sum == nil || slices.Contains(o.nodes, sum) || !sum.owns(pod, ownerMatcher{known: o}) {
+			return
+		}
+		o.nodes = append(o.nodes, sum)
 	}
 	for e := range c.keyless {
 		check(e)
@@ -537,7 +576,7 @@ func (c *Cache) Owned(pod *corev1.Pod) (owned []*nodeSummary, at uint64) {
 			check(e)
 		}
 	}
-	return owned, at
+	return o
 }
 
 // summary is node's summary, nil when it holds no reservation.

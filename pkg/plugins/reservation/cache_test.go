@@ -368,9 +368,22 @@ func TestOwnedAgreesWithMatching(t *testing.T) {
 	tiered.Labels["tier"] = "web"
 	pods = append(pods, tiered)
 	for _, pod := range pods {
-		owned, at := c.Owned(pod)
-		if at != c.changes.Load() {
-			t.Errorf("%s: read at %d, the cache is at %d", pod.Name, at, c.changes.Load())
+		o := c.Owned(pod)
+		if o.at != c.changes.Load() {
+			t.Errorf("%s: read at %d, the cache is at %d", pod.Name, o.at, c.changes.Load())
+		}
+		owned := o.nodes
+		// Every answer is right, and every spec the pod matches has one:
+		// Filter takes a missing spec for one the pod does not match.
+		for _, a := range o.answers {
+			if a.matched != a.owners.Match(pod) {
+				t.Errorf("%s: answer %v for a spec it matches %v", pod.Name, a.matched, !a.matched)
+			}
+		}
+		for _, e := range c.byUID {
+			if _, known := o.answer(&e.owners); e.owners.Match(pod) && !known {
+				t.Errorf("%s matches %s's owners, which Owned has no answer for", pod.Name, e.r.Name)
+			}
 		}
 		found := 0
 		for i := range 12 {
@@ -378,10 +391,10 @@ func TestOwnedAgreesWithMatching(t *testing.T) {
 			if sum == nil {
 				continue
 			}
-			if want, got := sum.owns(pod), slices.Contains(owned, sum); got != want {
+			if want, got := sum.owns(pod, ownerMatcher{}), slices.Contains(owned, sum); got != want {
 				t.Errorf("%s on n%d: Owned says %v, matching %v", pod.Name, i, got, want)
 			}
-			if sum.owns(pod) {
+			if sum.owns(pod, ownerMatcher{}) {
 				found++
 			}
 		}

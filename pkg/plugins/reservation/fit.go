@@ -30,7 +30,7 @@ type choice struct {
 // consumes none: every reservation on the node is held against it.
 // reqMilliCPU and reqMemory are req's CPU and memory, worked out once per
 // cycle by the caller.
-func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, reqMilliCPU, reqMemory int64, affinity *extension.ReservationAffinity, placeholder bool) choice {
+func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, reqMilliCPU, reqMemory int64, affinity *extension.ReservationAffinity, placeholder bool, m ownerMatcher) choice {
 	var c choice
 	var bestLeft int64
 	var partial *View // the Aligned reservation covering most of the pod
@@ -39,7 +39,6 @@ func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, reqMilliCPU,
 	if !placeholder {
 		ignored = reservation.IgnoredReason(pod)
 	}
-	var m ownerMatcher
 	for i := range views {
 		v := &views[i]
 		// Most pods own none of a node's reservations: settle those before
@@ -108,15 +107,28 @@ func (v *View) aligned() bool {
 }
 
 // ownerMatcher matches one pod against a node's reservations, each distinct
-// owners spec once: the reservations of one workload share theirs.
+// owners spec once: the reservations of one workload share theirs. Its zero
+// value matches; one with known first takes the answers PreFilter worked
+// out (Cache.Owned), and with current also their word that a spec they
+// lack does not match.
 type ownerMatcher struct {
+	known   *ownership
+	current bool
 	last    *reservation.Owners
 	matched bool
 }
 
 func (m *ownerMatcher) match(o *reservation.Owners, pod *corev1.Pod) bool {
-	if m.last == nil || !o.SameAs(*m.last) {
-		m.last, m.matched = o, o.Match(pod)
+	if m.last != nil && o.SameAs(*m.last) {
+		return m.matched
+	}
+	m.last = o
+	if m.known == nil {
+		m.matched = o.Match(pod)
+	} else if matched, ok := m.known.answer(o); ok {
+		m.matched = matched
+	} else {
+		m.matched = !m.current && o.Match(pod)
 	}
 	return m.matched
 }

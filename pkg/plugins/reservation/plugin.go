@@ -185,11 +185,9 @@ type podState struct {
 	// mayOwn is false when the pod owns no reservation anywhere: every
 	// node's reservations are then simply held against it.
 	mayOwn bool
-	// owned are the summaries of the nodes where the pod owns a
-	// reservation, as of ownedAt (Cache.Owned); ownedKnown when worked out.
-	owned       []*nodeSummary
-	ownedAt     uint64
-	ownedKnown  bool
+	// owned is where the pod owns reservations and which owners specs it
+	// matches (Cache.Owned), nil when not worked out.
+	owned       *ownership
 	req         corev1.ResourceList
 	reqMilliCPU int64
 	reqMemory   int64
@@ -260,7 +258,11 @@ func (s *podState) on(node *corev1.Node) *nodeChoice {
 	if sum == nil {
 		return nil
 	}
-	if s.placeholder || !s.mayOwn || !s.owns(sum) {
+	if s.placeholder || !s.mayOwn {
+		return sum.stranger
+	}
+	m := s.matcher()
+	if !s.owns(sum, m) {
 		return sum.stranger
 	}
 	s.memo.mu.RLock()
@@ -269,7 +271,7 @@ func (s *podState) on(node *corev1.Node) *nodeChoice {
 	if n != nil {
 		return n
 	}
-	c := choose(sum.views, s.pod, s.req, s.reqMilliCPU, s.reqMemory, s.affinity, s.placeholder)
+	c := choose(sum.views, s.pod, s.req, s.reqMilliCPU, s.reqMemory, s.affinity, s.placeholder, m)
 	s.memo.mu.Lock()
 	defer s.memo.mu.Unlock()
 	if prev := s.memo.get(node.Name); prev != nil {
@@ -278,13 +280,24 @@ func (s *podState) on(node *corev1.Node) *nodeChoice {
 	return s.memo.put(node.Name, sum.views, c)
 }
 
+// matcher is an owner matcher with PreFilter's answers. Made after the
+// summary it is used on was read: a writer counts a change before it
+// replaces a summary, so a summary newer than the answers is never taken
+// for one they cover.
+func (s *podState) matcher() ownerMatcher {
+	if s.owned == nil {
+		return ownerMatcher{}
+	}
+	return ownerMatcher{known: s.owned, current: s.cache.changes.Load() == s.owned.at}
+}
+
 // owns says whether the pod owns one of sum's reservations: by PreFilter's
 // list while no summary has changed since, else by matching.
-func (s *podState) owns(sum *nodeSummary) bool {
-	if s.ownedKnown && s.cache.changes.Load() == s.ownedAt {
-		return slices.Contains(s.owned, sum)
+func (s *podState) owns(sum *nodeSummary, m ownerMatcher) bool {
+	if m.current {
+		return slices.Contains(s.owned.nodes, sum)
 	}
-	return sum.owns(s.pod)
+	return sum.owns(s.pod, m)
 }
 
 // holdsOf splits views into the one the pod consumes (use, may be nil) and the others.
@@ -405,8 +418,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		reqMemory:   req.Memory().Value(),
 	}
 	if s.mayOwn && !s.placeholder {
-		s.owned, s.ownedAt = p.cache.Owned(pod)
-		s.ownedKnown = true
+		s.owned = p.cache.Owned(pod)
 	}
 	// Written even when Filter is skipped: Score, Reserve and the other
 	// plugins' Holds read it.
@@ -496,7 +508,9 @@ func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	if len(views) == 0 {
 		return nil
 	}
-	c := choose(views, pod, s.req, s.reqMilliCPU, s.reqMemory, s.affinity, false)
+	// The views are read afresh here, so the answers are taken but not
+	// their word on the specs they lack.
+	c := choose(views, pod, s.req, s.reqMilliCPU, s.reqMemory, s.affinity, false, ownerMatcher{known: s.owned})
 	if c.use == nil {
 		return nil
 	}

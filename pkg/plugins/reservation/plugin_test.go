@@ -2,6 +2,7 @@ package reservation
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -431,8 +432,9 @@ func TestMixedOwnersOnOneNode(t *testing.T) {
 func named(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
 
 // An owner's PreFilter lists the nodes it owns reservations on; a
-// reservation it owns that arrives after PreFilter, or one it owned that
-// goes, is still seen right by Filter and Score of that cycle.
+// reservation it owns that arrives after PreFilter, one it owned that goes,
+// or one whose owners change to take it in, is still seen right by Filter
+// and Score of that cycle.
 func TestOwnedFollowsChanges(t *testing.T) {
 	p := testPlugin(withOwners(available("r1", "n1", "2"), "web"), withOwners(available("r2", "n2", "2"), "batch"))
 	pod := appPod("web-1", "web", "1")
@@ -441,8 +443,8 @@ func TestOwnedFollowsChanges(t *testing.T) {
 		t.Fatal(st.AsError())
 	}
 	s := p.getState(cs)
-	if !s.ownedKnown || len(s.owned) != 1 {
-		t.Fatalf("PreFilter listed %d owned nodes (known %v), want n1", len(s.owned), s.ownedKnown)
+	if s.owned == nil || len(s.owned.nodes) != 1 {
+		t.Fatalf("PreFilter listed %v, want n1", s.owned)
 	}
 	if n := s.on(named("n1")); n == nil || n.c.use == nil {
 		t.Error("n1: the pod's reservation is not used")
@@ -460,5 +462,46 @@ func TestOwnedFollowsChanges(t *testing.T) {
 	p.cache.DeleteReservation("uid-r1")
 	if n := s.on(named("n1")); n != nil {
 		t.Error("n1: the deleted reservation is still offered")
+	}
+	// PreFilter's answer for r2's owners was no; its new owners are the
+	// pod's.
+	r2 := withOwners(available("r2", "n2", "2"), "batch")
+	r2.Spec.Owners = append(r2.Spec.Owners, withOwners(available("r2", "n2", "2"), "web").Spec.Owners...)
+	if err := p.cache.SetReservation(r2); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.on(named("n2")); n == nil || n.c.use == nil {
+		t.Error("n2: the reservation the pod was made an owner of after PreFilter is not used")
+	}
+}
+
+// With PreFilter's answers current, a node's reservations whose owners the
+// pod's keys do not index are taken as not the pod's without matching; the
+// choice is the one matching every spec gives.
+func TestChooseWithAnswers(t *testing.T) {
+	tiered := withOwners(available("r3", "n1", "1"), "db")
+	tiered.Spec.Owners = append(tiered.Spec.Owners, schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "front"}}})
+	p := testPlugin(withOwners(available("r1", "n1", "2"), "web"), withOwners(available("r2", "n1", "500m"), "batch"), tiered,
+		withOwners(available("r4", "n1", "3"), "web"))
+	for _, pod := range []*corev1.Pod{appPod("a", "web", "1"), appPod("b", "batch", "1"), appPod("c", "db", "100m"), appPod("d", "none", "1")} {
+		pod.Labels["tier"] = "front"
+		cs := framework.NewCycleState()
+		if _, st := p.PreFilter(context.Background(), cs, pod, nil); !st.IsSuccess() && !st.IsSkip() {
+			t.Fatal(st.AsError())
+		}
+		s := p.getState(cs)
+		views := p.cache.OnNode("n1")
+		plain := choose(views, pod, s.req, s.reqMilliCPU, s.reqMemory, s.affinity, false, ownerMatcher{})
+		m := s.matcher()
+		if s.owned != nil && !m.current {
+			t.Fatalf("%s: the answers are not current with no change since PreFilter", pod.Name)
+		}
+		answered := choose(views, pod, s.req, s.reqMilliCPU, s.reqMemory, s.affinity, false, m)
+		if !reflect.DeepEqual(plain, answered) {
+			t.Errorf("%s: with PreFilter's answers %+v, matching every spec %+v", pod.Name, answered, plain)
+		}
+		if pod.Name != "d" && plain.use == nil {
+			t.Errorf("%s uses none of its reservations: the test cannot tell", pod.Name)
+		}
 	}
 }
