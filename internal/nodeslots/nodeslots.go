@@ -22,7 +22,7 @@
 // that the API server sharing the CPU's caches had evicted since the last
 // cycle. A node object not seen before is looked up by name once and
 // entered.
-
+//
 // Writers serialise on the table's lock; readers see each node's latest
 // value. Rows for new nodes gather in a small map merged into the large one
 // in batches, so that n nodes arriving at start cost O(n·√n) copying rather

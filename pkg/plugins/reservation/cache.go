@@ -50,10 +50,10 @@ type Cache struct {
 	summaries nodeslots.Slots[nodeSummary]
 	// ownerKeys indexes the cached reservations by owner key
 	// (reservation.Owners.Keys), and keyless holds those with an owner entry
-	// without one: a pod offering none of the keys owns no reservation
-	// (MayOwn), and is settled on every node without matching owners there;
-	// a pod that does finds the reservations it may own without matching
-	// every one (Owned).
+	// without one: a pod offering none of the keys owns no reservation, and
+	// is settled on every node without matching owners there; a pod that
+	// does finds the reservations it may own without matching every one
+	// (Owned).
 	ownerKeys map[string]map[*entry]struct{}
 	keyless   map[*entry]struct{}
 	// most bounds the nodes' stranger totals from above and says whether
@@ -494,22 +494,6 @@ func (c *Cache) unkeyLocked(e *entry) {
 	e.keys, e.keyless = nil, false
 }
 
-// MayOwn says whether pod may own any cached reservation; false is certain.
-func (c *Cache) MayOwn(pod *corev1.Pod) bool {
-	keys := reservation.PodKeys(pod)
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if len(c.keyless) > 0 {
-		return true
-	}
-	for _, k := range keys {
-		if len(c.ownerKeys[k]) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // ownership is what Cache.Owned found for one pod.
 type ownership struct {
 	// nodes are the summaries of the nodes where the pod owns a reservation.
@@ -540,16 +524,21 @@ func (o *ownership) answer(owners *reservation.Owners) (matched, known bool) {
 	return false, false
 }
 
-// Owned lists the nodes where pod owns one of the reservations. It matches
-// only the reservations the pod's keys index, each owners spec once, so
-// that an owner pod is not matched against the reservations of every node
-// it is filtered on.
+// Owned lists the nodes where pod owns one of the reservations; nil when
+// no reservation's owners name any key the pod offers (nor lack keys), which
+// is certain: the pod owns none, and is not matched at all. It matches only
+// the reservations the pod's keys index, each owners spec once, so that an
+// owner pod is not matched against the reservations of every node it is
+// filtered on.
 func (c *Cache) Owned(pod *corev1.Pod) *ownership {
 	keys := reservation.PodKeys(pod)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	o := &ownership{at: c.changes.Load()}
+	var o *ownership
 	check := func(e *entry) {
+		if o == nil {
+			o = &ownership{at: c.changes.Load()}
+		}
 		matched, known := o.answer(&e.owners)
 		if !known {
 			matched = e.owners.Match(pod)

@@ -200,12 +200,14 @@ func TestNoStepBack(t *testing.T) {
 	}
 }
 
-// MayOwn rules pods out by the owners' keys, and follows reservations as
-// they come, change and go; an owner entry without a key lets every pod in.
-func TestMayOwn(t *testing.T) {
+// Owned rules pods out by the owners' keys (nil: the pod owns nothing, and
+// is not matched), and follows reservations as they come, change and go; an
+// owner entry without a key lets every pod in.
+func TestOwnedRulesOutByKeys(t *testing.T) {
 	c := NewCache(nil)
+	mayOwn := func(pod *corev1.Pod) bool { return c.Owned(pod) != nil }
 	web, batch := appPod("web-1", "web", "1"), appPod("batch-1", "batch", "1")
-	if c.MayOwn(web) {
+	if mayOwn(web) {
 		t.Error("no reservations, yet web may own one")
 	}
 	r := withOwners(available("r1", "n1", "2"), "web")
@@ -213,8 +215,8 @@ func TestMayOwn(t *testing.T) {
 	if err := c.SetReservation(r); err != nil {
 		t.Fatal(err)
 	}
-	if !c.MayOwn(web) || c.MayOwn(batch) {
-		t.Errorf("owners app=web: MayOwn(web) %v, MayOwn(batch) %v", c.MayOwn(web), c.MayOwn(batch))
+	if !mayOwn(web) || mayOwn(batch) {
+		t.Errorf("owners app=web: may own: web %v, batch %v", mayOwn(web), mayOwn(batch))
 	}
 	// The owners change: the old key goes.
 	r = withOwners(r.DeepCopy(), "batch")
@@ -222,8 +224,8 @@ func TestMayOwn(t *testing.T) {
 	if err := c.SetReservation(r); err != nil {
 		t.Fatal(err)
 	}
-	if c.MayOwn(web) || !c.MayOwn(batch) {
-		t.Errorf("owners app=batch: MayOwn(web) %v, MayOwn(batch) %v", c.MayOwn(web), c.MayOwn(batch))
+	if mayOwn(web) || !mayOwn(batch) {
+		t.Errorf("owners app=batch: may own: web %v, batch %v", mayOwn(web), mayOwn(batch))
 	}
 	// A selector of expressions cannot be keyed: everyone may own.
 	any := available("r2", "n2", "1")
@@ -232,12 +234,12 @@ func TestMayOwn(t *testing.T) {
 	if err := c.SetReservation(any); err != nil {
 		t.Fatal(err)
 	}
-	if !c.MayOwn(web) {
+	if !mayOwn(web) {
 		t.Error("a keyless owner entry must let every pod through")
 	}
 	c.DeleteReservation(any.UID)
 	c.DeleteReservation(r.UID)
-	if c.MayOwn(web) || c.MayOwn(batch) {
+	if mayOwn(web) || mayOwn(batch) {
 		t.Error("all reservations deleted, yet a pod may own one")
 	}
 	// Its node's summary went with it.

@@ -182,11 +182,12 @@ type podState struct {
 	affinity    *extension.ReservationAffinity
 	required    bool
 	placeholder bool
-	// mayOwn is false when the pod owns no reservation anywhere: every
-	// node's reservations are then simply held against it.
+	// mayOwn is false when the pod owns no reservation anywhere (or is a
+	// placeholder): every node's reservations are then simply held against
+	// it.
 	mayOwn bool
 	// owned is where the pod owns reservations and which owners specs it
-	// matches (Cache.Owned), nil when not worked out.
+	// matches (Cache.Owned), nil when it owns none.
 	owned       *ownership
 	req         corev1.ResourceList
 	reqMilliCPU int64
@@ -412,13 +413,13 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		affinity:    affinity,
 		required:    reservation.RequiresReservation(affinity),
 		placeholder: reservation.PlaceholderOf(pod) != "",
-		mayOwn:      p.cache.MayOwn(pod),
 		req:         req,
 		reqMilliCPU: req.Cpu().MilliValue(),
 		reqMemory:   req.Memory().Value(),
 	}
-	if s.mayOwn && !s.placeholder {
+	if !s.placeholder {
 		s.owned = p.cache.Owned(pod)
+		s.mayOwn = s.owned != nil
 	}
 	// Written even when Filter is skipped: Score, Reserve and the other
 	// plugins' Holds read it.
