@@ -34,6 +34,9 @@ func FuzzUsable(f *testing.F) {
 		if !ok && why == "" {
 			t.Fatalf("affinity %q: refused without a reason", affinity)
 		}
+		if ok2, _ := UsableByOwner(r, pod, nil); OpenToOwners(r) && !ok2 {
+			t.Fatalf("pool %q: OpenToOwners, yet UsableByOwner refused an owner without affinity", pool)
+		}
 	})
 }
 

@@ -204,6 +204,27 @@ func UsableByOwner(r *schedulingv1alpha1.Reservation, pod *corev1.Pod, affinity 
 	return admits(r, pod, affinity)
 }
 
+// OpenToOwners reports whether any owner of r without a reservation-affinity
+// may consume it: r is consumable and has no taint an owner would have to
+// tolerate. Then UsableByOwner(r, pod, nil) holds for every pod, and a cache
+// that works this out once per version of r spares the check per pod.
+func OpenToOwners(r *schedulingv1alpha1.Reservation) bool {
+	if ok, _ := consumable(r); !ok {
+		return false
+	}
+	for i := range r.Spec.Taints {
+		if repels(&r.Spec.Taints[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// repels says whether a pod must tolerate t to consume the reservation.
+func repels(t *corev1.Taint) bool {
+	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+}
+
 // IgnoredReason is why pod may consume no reservation at all (it carries the
 // reservation-ignored label), "" when it may.
 func IgnoredReason(pod *corev1.Pod) string {
@@ -232,7 +253,7 @@ func admits(r *schedulingv1alpha1.Reservation, pod *corev1.Pod, affinity *extens
 	}
 	for i := range r.Spec.Taints {
 		t := &r.Spec.Taints[i]
-		if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
+		if !repels(t) {
 			continue
 		}
 		// Gt/Lt toleration operators are alpha in 1.37: off, as in kube-scheduler by default.

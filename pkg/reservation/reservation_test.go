@@ -145,6 +145,18 @@ func TestUsable(t *testing.T) {
 			if ok2, why2 := UsableByOwner(r, pod, a); ok2 != ok || why2 != why {
 				t.Errorf("%s: UsableByOwner = %v %q, Usable %v %q", name, ok2, why2, ok, why)
 			}
+			// An open reservation admits every owner without affinity,
+			// which is what the scheduler's cache relies on to skip
+			// UsableByOwner.
+			if a == nil && OpenToOwners(r) && !ok {
+				t.Errorf("%s: OpenToOwners, yet an owner without affinity was refused: %q", name, why)
+			}
+		}
+	}
+	open := func(name string, r *schedulingv1alpha1.Reservation, want bool) {
+		t.Helper()
+		if got := OpenToOwners(r); got != want {
+			t.Errorf("%s: OpenToOwners = %v, want %v", name, got, want)
 		}
 	}
 	check("available, owner", reservation("r1", owner), web, nil, true, "")
@@ -164,9 +176,22 @@ func TestUsable(t *testing.T) {
 	}
 	check("not an owner", reservation("r1", owner), testPod("prod", "db", map[string]string{"app": "db"}, nil), nil, false, "not an owner")
 
+	open("available", reservation("r1", owner), true)
+	open("pending", pending, false)
+	open("unschedulable", unsched, false)
+
 	tainted := reservation("r1", owner)
 	tainted.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}
 	check("untolerated taint", tainted, web, nil, false, "taint dedicated=web:NoSchedule")
+	open("NoSchedule taint", tainted, false)
+	evicting := reservation("r1", owner)
+	evicting.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoExecute}}
+	check("untolerated NoExecute taint", evicting, web, nil, false, "taint dedicated=web:NoExecute")
+	open("NoExecute taint", evicting, false)
+	preferring := reservation("r1", owner)
+	preferring.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectPreferNoSchedule}}
+	check("PreferNoSchedule taint", preferring, web, nil, true, "")
+	open("PreferNoSchedule taint", preferring, true)
 	tolerating := web.DeepCopy()
 	tolerating.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "web", Effect: corev1.TaintEffectNoSchedule}}
 	check("taint tolerated by the pod", tainted, tolerating, nil, true, "")

@@ -70,41 +70,38 @@ func BenchmarkFilterScore(b *testing.B) {
 	}
 }
 
-// freshCycles hands out a cycle state, PreFiltered, for each call, and
-// whether PreFilter skipped Filter. An owner's choice on a node is worked out
-// once per cycle (Filter) and reused (Score), so reusing one state would
-// measure only the reuse: with fresh set, every call gets a new state, made
-// 1024 at a time with the timer stopped. Strangers' Filter and Score leave
-// nothing in the state, so they share one: b.Loop sizes a run by the timed
-// part alone, and a fresh state per call of a few nanoseconds made the
-// untimed setup take minutes.
+// freshCycles hands out a PreFiltered cycle state for each call, and whether
+// PreFilter skipped Filter. An owner's choice on a node is worked out once
+// per cycle (Filter) and reused (Score), so reusing one cycle as it is would
+// measure only the reuse: with fresh set, every call gets the one cycle
+// state with an empty memo, as a new cycle's PreFilter leaves it. The memos
+// are made 1024 at a time with the timer stopped (PreFilter makes them, not
+// Filter or Score). The cycle state itself stays the one PreFilter wrote
+// last, as in the scheduler, where a cycle's Filter and Score follow its
+// PreFilter: a new cycle state per call would have the plugin read each
+// from the CycleState, the path only preemption's clones take.
 func freshCycles(b *testing.B, p *Plugin, pod *corev1.Pod, fresh bool) func() (fwk.CycleState, bool) {
-	var batch []fwk.CycleState
-	var skip bool
-	if !fresh {
-		cs := framework.NewCycleState()
-		_, st := p.PreFilter(context.Background(), cs, pod, nil)
-		if !st.IsSuccess() && !st.IsSkip() {
-			b.Fatal(st)
-		}
-		return func() (fwk.CycleState, bool) { return cs, st.IsSkip() }
+	cs := framework.NewCycleState()
+	_, st := p.PreFilter(context.Background(), cs, pod, nil)
+	if !st.IsSuccess() && !st.IsSkip() {
+		b.Fatal(st)
 	}
+	skip := st.IsSkip()
+	if !fresh {
+		return func() (fwk.CycleState, bool) { return cs, skip }
+	}
+	s := p.getState(cs)
+	var memos []*choices
 	return func() (fwk.CycleState, bool) {
-		if len(batch) == 0 {
+		if len(memos) == 0 {
 			b.StopTimer()
-			for range 1024 {
-				cs := framework.NewCycleState()
-				_, st := p.PreFilter(context.Background(), cs, pod, nil)
-				if !st.IsSuccess() && !st.IsSkip() {
-					b.Fatal(st)
-				}
-				skip = st.IsSkip()
-				batch = append(batch, cs)
+			memos = make([]*choices, 1024)
+			for i := range memos {
+				memos[i] = &choices{}
 			}
 			b.StartTimer()
 		}
-		cs := batch[len(batch)-1]
-		batch = batch[:len(batch)-1]
+		s.memo, memos = memos[len(memos)-1], memos[:len(memos)-1]
 		return cs, skip
 	}
 }

@@ -207,7 +207,7 @@ func (e *entry) refresh() {
 	}
 	e.view = View{Reservation: e.r, Allocatable: e.allocatable, Allocated: alloc, Remaining: rem, Owners: len(e.uses), owners: e.owners,
 		remMilliCPU: rem.Cpu().MilliValue(), remMemory: rem.Memory().Value(), holdsCPU: holdsCPU, holdsMemory: holdsMemory,
-		holdsOthers: holdsOthers}
+		holdsOthers: holdsOthers, open: reservation.OpenToOwners(e.r)}
 	consumers := make([]types.UID, 0, len(e.uses))
 	for pod := range e.uses {
 		consumers = append(consumers, pod)
@@ -238,6 +238,9 @@ type View struct {
 	holdsCPU, holdsMemory  bool
 	// holdsOthers says whether it holds anything but CPU and memory.
 	holdsOthers bool
+	// open: an owner without reservation-affinity may consume it
+	// (reservation.OpenToOwners), known without reading the reservation.
+	open bool
 	// hold is the view as other plugins see it (a pointer: views are
 	// copied for every pod on every node).
 	hold *reservation.Hold

@@ -47,7 +47,11 @@ func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, reqMilliCPU,
 		if !placeholder && m.match(&v.owners, pod) {
 			ok, why := false, ignored
 			if ignored == "" {
-				ok, why = reservation.UsableByOwner(v.Reservation, pod, affinity)
+				if affinity == nil && v.open {
+					ok = true
+				} else {
+					ok, why = reservation.UsableByOwner(v.Reservation, pod, affinity)
+				}
 			}
 			if ok {
 				if short := v.shortFor(req, reqMilliCPU, reqMemory); short == "" {

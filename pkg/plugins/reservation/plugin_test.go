@@ -505,3 +505,44 @@ func TestChooseWithAnswers(t *testing.T) {
 		}
 	}
 }
+
+// An owner that does not tolerate a reservation's taint does not consume
+// it, even where it is the fullest fit; one that tolerates it, or any owner
+// once the taint is gone, does.
+func TestTaintedReservation(t *testing.T) {
+	tainted := withOwners(available("tainted", "n1", "1"), "web")
+	tainted.ResourceVersion = "1"
+	tainted.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}
+	p := testPlugin(tainted, withOwners(available("open", "n1", "2"), "web"))
+	reserved := func(pod *corev1.Pod) string {
+		t.Helper()
+		cs, st := run(t, p, pod, nodeInfo())
+		if !st.IsSuccess() {
+			t.Fatal(st)
+		}
+		if st := p.Reserve(context.Background(), cs, pod, "n1"); !st.IsSuccess() {
+			t.Fatal(st)
+		}
+		s := p.getState(cs)
+		if s.reserved == nil {
+			return ""
+		}
+		name := s.reserved.Name
+		p.Unreserve(context.Background(), cs, pod, "n1") // the next pod sees both whole
+		return name
+	}
+	if got := reserved(appPod("web-1", "web", "1")); got != "open" {
+		t.Errorf("an owner without the toleration took %q, want open", got)
+	}
+	tolerating := appPod("web-2", "web", "1")
+	tolerating.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+	if got := reserved(tolerating); got != "tainted" {
+		t.Errorf("an owner tolerating the taint took %q, want tainted (the fullest fit)", got)
+	}
+	untainted := tainted.DeepCopy()
+	untainted.ResourceVersion, untainted.Spec.Taints = "2", nil
+	p.cache.SetReservation(untainted)
+	if got := reserved(appPod("web-3", "web", "1")); got != "tainted" {
+		t.Errorf("after the taint was removed an owner took %q, want tainted (the fullest fit)", got)
+	}
+}
