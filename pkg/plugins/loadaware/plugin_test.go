@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -22,6 +23,7 @@ import (
 	configv1 "github.com/koord-project/koord/apis/config/v1"
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	"github.com/koord-project/koord/pkg/reservation"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -459,6 +461,51 @@ func TestQueueingHintRecordsNewerMetric(t *testing.T) {
 	}
 	if err := filter(p, pod, n); err != nil {
 		t.Errorf("an older metric replaced a newer one: %v", err)
+	}
+}
+
+// A pod the scheduler assumed and then saw deleted re-queues the pods it
+// kept out through this hint, which forgets it first: the plugin's own
+// handler may not have run yet, and the re-queued pod must not find the
+// leaver's estimate still on the node.
+func TestQueueingHintForgetsDeletedPod(t *testing.T) {
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
+	p.cache.setMetric("n1", metric("n1", t0.Add(-time.Minute), "1", "1Gi"))
+	n := makeNode("n1", "10", "100Gi")
+	leaver := makePod("leaver", rl("6", "1Gi"), nil, 0)
+	if st := p.Reserve(context.Background(), framework.NewCycleState(), leaver, "n1"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	pod := makePod("incoming", rl("4", "1Gi"), nil, 0)
+	if err := filter(p, pod, n); err == nil {
+		t.Fatal("the node passed with the leaver's estimate on it")
+	}
+	for _, old := range []any{leaver, cache.DeletedFinalStateUnknown{Key: "default/leaver", Obj: leaver}} {
+		if h, err := p.queueOnPodDelete(klog.Background(), pod, old, nil); err != nil || h != fwk.Queue {
+			t.Fatalf("hint %v, %v", h, err)
+		}
+	}
+	if err := filter(p, pod, n); err != nil {
+		t.Errorf("re-queued after the leaver left, still: %v", err)
+	}
+}
+
+// A reservation's placeholder leaves no estimate on its node: the
+// reservation it becomes is counted instead, and the placeholder, deleted
+// rather than bound, could leave the estimate behind for good.
+func TestPlaceholderNotCounted(t *testing.T) {
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
+	p.cache.setMetric("n1", metric("n1", t0.Add(-time.Minute), "1", "1Gi"))
+	n := makeNode("n1", "10", "100Gi")
+	placeholder := makePod("reservation-web", rl("6", "1Gi"), nil, 0)
+	placeholder.Annotations = map[string]string{reservation.PlaceholderAnnotation: "web"}
+	if st := p.Reserve(context.Background(), framework.NewCycleState(), placeholder, "n1"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if err := filter(p, makePod("owner", rl("4", "1Gi"), nil, 0), n); err != nil {
+		t.Errorf("the placeholder's estimate kept a pod off the node: %v", err)
 	}
 }
 

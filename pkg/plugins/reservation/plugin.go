@@ -144,8 +144,19 @@ func asReservation(obj any) *schedulingv1alpha1.Reservation {
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: reservation.SchedulerEvent, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: p.queueOnReservation},
-		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.queueOnPodDelete},
 	}, nil
+}
+
+// queueOnPodDelete also returns the leaver's share: the scheduler's handler,
+// which calls it, and the plugin's run apart, and an owner re-queued because
+// another owner left must find the share back in the reservation, or it is
+// turned away again with nothing left to re-queue it. (The event also comes
+// for a pod whose binding failed, whose share Unreserve returned, and for a
+// pending pod's nomination moving, which holds none.)
+func (p *Plugin) queueOnPodDelete(_ klog.Logger, _ *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+	p.onPodDelete(oldObj)
+	return fwk.Queue, nil
 }
 
 // queueOnReservation also records the reservation: the scheduler's informer,

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -544,5 +546,26 @@ func TestTaintedReservation(t *testing.T) {
 	p.cache.SetReservation(untainted)
 	if got := reserved(appPod("web-3", "web", "1")); got != "tainted" {
 		t.Errorf("after the taint was removed an owner took %q, want tainted (the fullest fit)", got)
+	}
+}
+
+// An owner kept out because another used the reservation up is re-queued
+// when that one leaves, through this hint, which returns the share first:
+// the plugin's own handler may not have run yet.
+func TestQueueingHintReturnsDeletedOwnersShare(t *testing.T) {
+	p := testPlugin(withOwners(available("r1", "n1", "2"), "web"))
+	first := owner("web-1", "2", "r1")
+	first.Labels = map[string]string{"app": "web"}
+	p.cache.ObservePod(first)
+	second := appPod("web-2", "web", "2")
+	second.Annotations = map[string]string{extension.AnnotationReservationAffinity: `{"name":"r1"}`}
+	if _, st := run(t, p, second, nodeInfo("2")); st.IsSuccess() {
+		t.Fatal("an owner requiring r1 passed while another used it up")
+	}
+	if h, err := p.queueOnPodDelete(klog.Background(), second, cache.DeletedFinalStateUnknown{Key: "prod/web-1", Obj: first}, nil); err != nil || h != fwk.Queue {
+		t.Fatalf("hint %v, %v", h, err)
+	}
+	if _, st := run(t, p, second, nodeInfo()); !st.IsSuccess() {
+		t.Errorf("re-queued after the first owner left, still: %v", st)
 	}
 }
