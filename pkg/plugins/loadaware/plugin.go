@@ -476,21 +476,12 @@ func (p *Plugin) queueOnNodeMetric(logger klog.Logger, pod *corev1.Pod, _, newOb
 
 // queueOnPodDelete also forgets the pod: the scheduler's handler, which
 // calls it, and the plugin's run apart, and a pod re-queued because another
-// left must not be filtered with the leaver still counted. A reservation's
-// placeholder, which the scheduler assumes on a node and then deletes
-// instead of binding, is the common case: the owner created right after
-// the reservation turns Available found the placeholder's estimate still
-// on the node, and nothing re-queued it once the plugin's handler caught
-// up. The event is also raised for a pod whose binding failed (Unreserve
-// already forgot it) and for a pending pod's nomination moving; neither
-// has a record a binding made.
+// left must not be filtered with the leaver still counted, or it is turned
+// away again with nothing left to re-queue it. The event is also raised for
+// a pod whose binding failed (Unreserve already forgot it) and for a pending
+// pod's nomination moving, which has no record.
 func (p *Plugin) queueOnPodDelete(_ klog.Logger, _ *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
-	if d, ok := oldObj.(cache.DeletedFinalStateUnknown); ok {
-		oldObj = d.Obj
-	}
-	if pod, ok := oldObj.(*corev1.Pod); ok {
-		p.cache.remove(pod.UID)
-	}
+	p.onPodDelete(oldObj)
 	return fwk.Queue, nil
 }
 
