@@ -193,12 +193,10 @@ type podState struct {
 	affinity    *extension.ReservationAffinity
 	required    bool
 	placeholder bool
-	// mayOwn is false when the pod owns no reservation anywhere (or is a
-	// placeholder): every node's reservations are then simply held against
-	// it.
-	mayOwn bool
 	// owned is where the pod owns reservations and which owners specs it
-	// matches (Cache.Owned), nil when it owns none.
+	// matches (Cache.Owned), nil when it owns none anywhere or is a
+	// placeholder: every node's reservations are then simply held against
+	// it.
 	owned       *ownership
 	req         corev1.ResourceList
 	reqMilliCPU int64
@@ -270,7 +268,7 @@ func (s *podState) on(node *corev1.Node) *nodeChoice {
 	if sum == nil {
 		return nil
 	}
-	if s.placeholder || !s.mayOwn {
+	if s.owned == nil {
 		return sum.stranger
 	}
 	m := s.matcher()
@@ -354,7 +352,7 @@ func (s *podState) On(node *corev1.Node) (*reservation.Hold, []reservation.Hold)
 // running total, made when the choice was.
 func (s *podState) Held(node *corev1.Node) (milliCPU, memory int64) {
 	if s.reserved == nil || s.reservedNode != node.Name {
-		if !s.mayOwn || s.placeholder {
+		if s.owned == nil {
 			if sum := s.cache.summaryOf(node); sum != nil {
 				return sum.heldMilliCPU, sum.heldMemory
 			}
@@ -430,7 +428,6 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	}
 	if !s.placeholder {
 		s.owned = p.cache.Owned(pod)
-		s.mayOwn = s.owned != nil
 	}
 	// Written even when Filter is skipped: Score, Reserve and the other
 	// plugins' Holds read it.
@@ -489,7 +486,7 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 // PreScore skips Score for pods that can consume no reservation (placeholders
 // and pods owning none): they would score 0 on every node.
 func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	if s := p.getState(cs); s == nil || s.placeholder || !s.mayOwn {
+	if s := p.getState(cs); s == nil || s.owned == nil {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	return nil
