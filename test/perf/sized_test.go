@@ -1,6 +1,10 @@
 package perf
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 // Every case measures at least minMeasured pods: a mix the nodes hold little
 // of gets more nodes; one they hold plenty of keeps the cluster as given.
@@ -46,4 +50,22 @@ func TestInOrder(t *testing.T) {
 	if cases[0].name != "stock" {
 		t.Error("inOrder reversed the list it was given")
 	}
+	// Every case with a target runs beside its stock, in both directions.
+	for _, order := range [][]perfCase{first, second} {
+		for _, target := range []string{"all", "plain/all", "binding/all"} {
+			i := slices.IndexFunc(order, func(c perfCase) bool { return c.name == target })
+			stock := strings.TrimSuffix(target, "all") + "stock"
+			if i < 0 || !((i > 0 && order[i-1].name == stock) || (i+1 < len(order) && order[i+1].name == stock)) {
+				t.Errorf("%s does not run next to %s: %v", target, stock, names(order))
+			}
+		}
+	}
+}
+
+func names(cs []perfCase) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.name
+	}
+	return out
 }
