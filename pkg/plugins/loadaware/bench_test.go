@@ -25,7 +25,7 @@ func benchNode(p *Plugin, name string) *framework.NodeInfo {
 		pod.Spec.NodeName = name
 		pods = append(pods, pod)
 		metrics = append(metrics, podMetric(pod.Name, "300m", "800Mi", ""))
-		p.cache.assign(pod, name, t0.Add(-1e12))
+		p.cache.assign(pod, name, t0.Add(-1e12), nil)
 	}
 	p.cache.setMetric(name, metric(name, t0, "9", "30Gi", metrics...))
 	ni := framework.NewNodeInfo(pods...)
@@ -154,4 +154,31 @@ func BenchmarkFilterReservations(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPodUpdate is the informer's update of one of 30 pods recorded on a
+// node: a status change, which leaves the record alone, and a spec change
+// (an in-place resize), which estimates the pod and recomputes the node, as
+// every update did before the record kept the pod's generation.
+func BenchmarkPodUpdate(b *testing.B) {
+	p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now, nil)
+	benchNode(p, "n1")
+	pod := makePod("n1-pod-0", rl("500m", "1Gi"), nil, 0)
+	pod.Spec.NodeName = "n1"
+	pod.Generation = 1
+	p.onPod(pod)
+
+	b.Run("status", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p.onPod(pod)
+		}
+	})
+	b.Run("spec", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			pod.Generation++
+			p.onPod(pod)
+		}
+	})
 }

@@ -23,6 +23,11 @@ type podRecord struct {
 	namespace, name string
 	prod            bool
 	estimate        vector
+	// generation is the pod's metadata.generation when estimate was worked
+	// out: the API server bumps it on every change to the spec (an in-place
+	// resize included), so an update that leaves it alone cannot change the
+	// record. 0 (a client that never set it) always re-estimates.
+	generation int64
 	// since is when the pod was bound (or assumed): a metric reported less
 	// than one report interval after it cannot reflect the pod yet.
 	since time.Time
@@ -150,7 +155,14 @@ func (c *usageCache) setMetricIfNewer(m *slov1alpha1.NodeMetric) {
 
 // assign records a pod on a node. since is kept from an earlier record of the
 // same pod on the same node, so that an update does not make it "new" again.
-func (c *usageCache) assign(pod *corev1.Pod, nodeName string, since time.Time) {
+// est is the pod's estimate where the caller has worked it out (Reserve has
+// PreFilter's), nil otherwise.
+//
+// Most calls are informer updates of a pod already recorded: its binding,
+// then every status change for as long as it runs. Those leave the spec,
+// and so the record, as it was, and return before estimating the pod again
+// or recomputing the node.
+func (c *usageCache) assign(pod *corev1.Pod, nodeName string, since time.Time, est vector) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prev, ok := c.podNode[pod.UID]; ok && prev != nodeName {
@@ -158,14 +170,21 @@ func (c *usageCache) assign(pod *corev1.Pod, nodeName string, since time.Time) {
 	}
 	n := c.node(nodeName)
 	if rec, ok := n.pods[pod.UID]; ok {
+		if pod.Generation != 0 && rec.generation == pod.Generation {
+			return
+		}
 		since = rec.since
 	}
+	if est == nil {
+		est = estimatePod(pod, c.resources, c.args.EstimatedScalingFactors)
+	}
 	n.pods[pod.UID] = &podRecord{
-		namespace: pod.Namespace,
-		name:      pod.Name,
-		prod:      extension.PodPriorityClass(pod.Spec.Priority) == extension.PriorityProd,
-		estimate:  estimatePod(pod, c.resources, c.args.EstimatedScalingFactors),
-		since:     since,
+		namespace:  pod.Namespace,
+		name:       pod.Name,
+		prod:       extension.PodPriorityClass(pod.Spec.Priority) == extension.PriorityProd,
+		estimate:   est,
+		generation: pod.Generation,
+		since:      since,
 	}
 	c.podNode[pod.UID] = nodeName
 	c.refresh(n)

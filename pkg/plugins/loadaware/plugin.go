@@ -437,7 +437,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if reservation.PlaceholderOf(pod) != "" {
 		return nil
 	}
-	p.cache.assign(pod, nodeName, p.now())
+	p.cache.assign(pod, nodeName, p.now(), p.podState(state, pod).estimate)
 	return nil
 }
 
@@ -523,7 +523,7 @@ func (p *Plugin) onPod(obj any) {
 		p.cache.remove(pod.UID)
 		return
 	}
-	p.cache.assign(pod, pod.Spec.NodeName, boundTime(pod, p.now))
+	p.cache.assign(pod, pod.Spec.NodeName, boundTime(pod, p.now), nil)
 }
 
 func (p *Plugin) onPodDelete(obj any) {

@@ -220,6 +220,50 @@ func TestStaleMetrics(t *testing.T) {
 	}
 }
 
+// The informer delivers every update of a running pod (its binding, each
+// status change). One that leaves the spec alone keeps the pod's record as
+// it is, without estimating the pod or recomputing the node again; a spec
+// change (an in-place resize), which bumps metadata.generation, is counted.
+func TestPodUpdates(t *testing.T) {
+	p := newPlugin(defaultArgs(t, nil), nil, (&clock{t0}).now, nil)
+	p.cache.setMetric("n1", metric("n1", t0, "2", "4Gi"))
+	usage := func() int64 { return p.cache.estimates.Get("n1").get(0, filterUsage) }
+
+	pod := makePod("web", rl("2", "2Gi"), nil, 0) // estimate 1700m
+	pod.Generation = 1
+	pod.Spec.NodeName = "n1"
+	p.onPod(pod)
+	if got := usage(); got != 3700 {
+		t.Fatalf("bound pod: usage %dm, want 3700m", got)
+	}
+
+	running := pod.DeepCopy()
+	running.Status.Phase = corev1.PodRunning
+	if allocs := testing.AllocsPerRun(100, func() { p.onPod(running) }); allocs != 0 {
+		t.Errorf("a status update re-estimated the pod: %v allocations, want 0", allocs)
+	}
+	if got := usage(); got != 3700 {
+		t.Errorf("after a status update: usage %dm, want 3700m", got)
+	}
+
+	resized := running.DeepCopy()
+	resized.Generation = 2
+	resized.Spec.Containers[0].Resources.Requests = rl("4", "2Gi") // estimate 3400m
+	p.onPod(resized)
+	if got := usage(); got != 5400 {
+		t.Errorf("after an in-place resize: usage %dm, want 5400m", got)
+	}
+
+	// A client that sets no generation is re-estimated on every update.
+	noGen := resized.DeepCopy()
+	noGen.Generation = 0
+	noGen.Spec.Containers[0].Resources.Requests = rl("1", "2Gi") // estimate 850m
+	p.onPod(noGen)
+	if got := usage(); got != 2850 {
+		t.Errorf("update without generation: usage %dm, want 2850m", got)
+	}
+}
+
 func TestEstimationOfUnreportedPods(t *testing.T) {
 	clk := &clock{t0}
 	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
@@ -227,14 +271,14 @@ func TestEstimationOfUnreportedPods(t *testing.T) {
 	// Metric at t0 shows 2 cores used; "old" is in it, reporting 1 core.
 	p.cache.setMetric("n1", metric("n1", t0, "2", "4Gi", podMetric("old", "1", "1Gi", "")))
 	old := makePod("old", rl("2", "2Gi"), nil, 0) // estimate 1700m
-	p.cache.assign(old, "n1", t0.Add(-10*time.Minute))
+	p.cache.assign(old, "n1", t0.Add(-10*time.Minute), nil)
 	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 2000 {
 		t.Errorf("a pod the metric reflects must not be added again: usage %dm, want 2000m", got)
 	}
 	// Bound 30s before the report (within one 60s interval): the metric may
 	// show only part of it, so the rest of its estimate is added.
 	recent := makePod("recent", rl("2", "2Gi"), nil, 0)
-	p.cache.assign(recent, "n1", t0.Add(-30*time.Second))
+	p.cache.assign(recent, "n1", t0.Add(-30*time.Second), nil)
 	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 3700 {
 		t.Errorf("recent pod missing from podsMetric: usage %dm, want 3700m", got)
 	}
@@ -422,7 +466,7 @@ func TestConcurrentEventsAndCycles(t *testing.T) {
 		defer close(done)
 		for i := 0; i < 500; i++ {
 			pod := makePod(fmt.Sprintf("p%d", i%20), rl("100m", "100Mi"), nil, 0)
-			p.cache.assign(pod, "n1", t0)
+			p.cache.assign(pod, "n1", t0, nil)
 			p.cache.setMetric("n1", metric("n1", t0, "4", "8Gi"))
 			if i%3 == 0 {
 				p.cache.remove(pod.UID)
