@@ -246,21 +246,24 @@ func TestPodUpdates(t *testing.T) {
 		t.Errorf("after a status update: usage %dm, want 3700m", got)
 	}
 
-	resized := running.DeepCopy()
-	resized.Generation = 2
-	resized.Spec.Containers[0].Resources.Requests = rl("4", "2Gi") // estimate 3400m
-	p.onPod(resized)
-	if got := usage(); got != 5400 {
-		t.Errorf("after an in-place resize: usage %dm, want 5400m", got)
-	}
-
-	// A client that sets no generation is re-estimated on every update.
-	noGen := resized.DeepCopy()
-	noGen.Generation = 0
-	noGen.Spec.Containers[0].Resources.Requests = rl("1", "2Gi") // estimate 850m
-	p.onPod(noGen)
-	if got := usage(); got != 2850 {
-		t.Errorf("update without generation: usage %dm, want 2850m", got)
+	// Spec changes, one after the other; a client that sets no generation
+	// is re-estimated on every update.
+	for _, step := range []struct {
+		name       string
+		generation int64
+		cpu        string
+		want       int64
+	}{
+		{"an in-place resize", 2, "4", 5400},           // estimate 3400m
+		{"an update without generation", 0, "1", 2850}, // estimate 850m
+	} {
+		updated := running.DeepCopy()
+		updated.Generation = step.generation
+		updated.Spec.Containers[0].Resources.Requests = rl(step.cpu, "2Gi")
+		p.onPod(updated)
+		if got := usage(); got != step.want {
+			t.Errorf("after %s: usage %dm, want %dm", step.name, got, step.want)
+		}
 	}
 }
 
