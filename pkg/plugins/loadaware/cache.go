@@ -49,17 +49,12 @@ const inlineResources = 6
 
 // nodeEstimate is what Filter and Score read: everything is summed up front
 // when an event arrives, so that the per-node calls only compare numbers.
-// Filter and Score touch one of these per node for every pod, and with the
-// API server sharing the CPU caches each touch is a likely cache miss: the
-// update time and each resource's three figures sit side by side, and the
-// size (192 bytes, a Go size class that is a multiple of 64) keeps the
-// object cache-line aligned, so a profile of up to two resources reads one
-// line per node.
+// The cache keeps it in the node's estimateSlot; Filter and Score copy what
+// they use onto their stack.
 type nodeEstimate struct {
 	updated int64 // the NodeMetric's update time, Unix nanoseconds
 	usage   [inlineResources][3]int64
 	more    [][3]int64 // resources past inlineResources
-	_       [16]byte
 }
 
 // get is resource i's figure of the given kind.
@@ -73,8 +68,8 @@ func (e *nodeEstimate) get(i, kind int) int64 {
 func (e *nodeEstimate) updateTime() time.Time { return time.Unix(0, e.updated) }
 
 // packEstimate lays the three vectors out as nodeEstimate reads them.
-func packEstimate(updated time.Time, filter, score, prod vector) *nodeEstimate {
-	e := &nodeEstimate{updated: updated.UnixNano()}
+func packEstimate(updated time.Time, filter, score, prod vector) nodeEstimate {
+	e := nodeEstimate{updated: updated.UnixNano()}
 	if n := len(filter) - inlineResources; n > 0 {
 		e.more = make([][3]int64, n)
 	}
@@ -97,6 +92,9 @@ type nodeState struct {
 	// thresholdsParsed caches the usage-thresholds annotation by its raw value.
 	thresholdsRaw    string
 	thresholdsParsed *nodeThresholds
+	// slot holds the node's estimate from its first one until the cache
+	// forgets the node; it is published only while there is an estimate.
+	slot *estimateSlot
 }
 
 // usageCache holds the per-node state, fed by NodeMetric and pod events and by
@@ -108,14 +106,15 @@ type usageCache struct {
 	resources []corev1.ResourceName
 	args      *config.LoadAwareSchedulingArgs
 	now       func() time.Time
-	// estimates publishes each node's estimate to Filter and Score, which
-	// read it without the lock.
-	estimates nodeslots.Slots[nodeEstimate]
+	// estimates publishes each node's estimate slot to Filter and Score,
+	// which read it without the lock; slots cuts the slots.
+	estimates nodeslots.Slots[estimateSlot]
+	slots     slotAllocator
 }
 
 func newCache(args *config.LoadAwareSchedulingArgs, resources []corev1.ResourceName, now func() time.Time, table *nodeslots.Table) *usageCache {
 	return &usageCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, resources: resources, args: args, now: now,
-		estimates: nodeslots.NewSlots[nodeEstimate](table)}
+		estimates: nodeslots.NewSlots[estimateSlot](table)}
 }
 
 func (c *usageCache) node(name string) *nodeState {
@@ -134,6 +133,7 @@ func (c *usageCache) setMetric(nodeName string, m *slov1alpha1.NodeMetric) {
 	n := c.node(nodeName)
 	n.metric = m
 	c.refresh(n)
+	c.forgetIfUnused(n)
 }
 
 // setMetricIfNewer records m unless the cache holds a report at least as
@@ -206,10 +206,21 @@ func (c *usageCache) removeLocked(uid types.UID) {
 	if n := c.nodes[nodeName]; n != nil {
 		delete(n.pods, uid)
 		c.refresh(n)
-		if n.metric == nil && len(n.pods) == 0 && n.thresholdsRaw == "" {
-			delete(c.nodes, nodeName)
-			c.estimates.Delete(nodeName)
-		}
+		c.forgetIfUnused(n)
+	}
+}
+
+// forgetIfUnused drops a node the cache holds nothing for any more (no
+// metric, no pods, no thresholds annotation), and frees its slot.
+func (c *usageCache) forgetIfUnused(n *nodeState) {
+	if n.metric != nil || len(n.pods) > 0 || n.thresholdsRaw != "" {
+		return
+	}
+	delete(c.nodes, n.name)
+	c.estimates.Delete(n.name)
+	if n.slot != nil {
+		c.slots.put(n.slot, c.now())
+		n.slot = nil
 	}
 }
 
@@ -279,7 +290,11 @@ func (c *usageCache) refresh(n *nodeState) {
 	filter.add(extra)
 	score.add(extra)
 	est := packEstimate(m.Status.UpdateTime.Time, filter, score, prod)
-	c.estimates.Set(n.name, est)
+	if n.slot == nil {
+		n.slot = c.slots.get(c.now())
+	}
+	n.slot.store(&est)
+	c.estimates.Set(n.name, n.slot)
 }
 
 func (c *usageCache) vectorOf(m slov1alpha1.ResourceMap) vector {
@@ -316,8 +331,24 @@ func aggregated(m *slov1alpha1.NodeMetric, t slov1alpha1.AggregationType, d meta
 	return usage, ok
 }
 
-// estimate returns the node's estimate (nil without a usable NodeMetric).
-// The returned value is never mutated after publication.
-func (c *usageCache) estimate(node *corev1.Node) *nodeEstimate {
-	return c.estimates.Of(node)
+// estimate copies the node's estimate into e, the figures of the cache's
+// resources; false without a usable NodeMetric.
+func (c *usageCache) estimate(node *corev1.Node, e *nodeEstimate) bool {
+	slot := c.estimates.Of(node)
+	if slot == nil {
+		return false
+	}
+	slot.load(e, len(c.resources))
+	return true
+}
+
+// estimateOf is node's estimate by name, nil without a usable NodeMetric.
+func (c *usageCache) estimateOf(node string) *nodeEstimate {
+	slot := c.estimates.Get(node)
+	if slot == nil {
+		return nil
+	}
+	e := new(nodeEstimate)
+	slot.load(e, len(c.resources))
+	return e
 }

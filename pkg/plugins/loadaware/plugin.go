@@ -234,11 +234,12 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		return nil
 	}
 	node := nodeInfo.Node()
-	est := p.cache.estimate(node)
-	if est == nil {
+	var copied nodeEstimate
+	if !p.cache.estimate(node, &copied) {
 		s.scores.Put(node, 0)
 		return nil // no NodeMetric yet: nothing to judge by
 	}
+	est := &copied
 	if p.expired(s, est) {
 		if p.args.FilterExpiredNodeMetrics && !p.args.EnableScheduleWhenNodeMetricsExpired {
 			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node metric of %s expired (updated %s ago)", node.Name, p.now().Sub(est.updateTime()).Round(time.Second)))
@@ -385,8 +386,12 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 	if v, ok := s.scores.Get(node); ok {
 		return v, nil
 	}
-	est := p.cache.estimate(node)
-	if est == nil || p.expired(s, est) {
+	var copied nodeEstimate
+	if !p.cache.estimate(node, &copied) {
+		return 0, nil
+	}
+	est := &copied
+	if p.expired(s, est) {
 		return 0, nil
 	}
 	var buf [maxResources]int64

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -227,7 +226,7 @@ func TestStaleMetrics(t *testing.T) {
 func TestPodUpdates(t *testing.T) {
 	p := newPlugin(defaultArgs(t, nil), nil, (&clock{t0}).now, nil)
 	p.cache.setMetric("n1", metric("n1", t0, "2", "4Gi"))
-	usage := func() int64 { return p.cache.estimates.Get("n1").get(0, filterUsage) }
+	usage := func() int64 { return p.cache.estimateOf("n1").get(0, filterUsage) }
 
 	pod := makePod("web", rl("2", "2Gi"), nil, 0) // estimate 1700m
 	pod.Generation = 1
@@ -275,43 +274,43 @@ func TestEstimationOfUnreportedPods(t *testing.T) {
 	p.cache.setMetric("n1", metric("n1", t0, "2", "4Gi", podMetric("old", "1", "1Gi", "")))
 	old := makePod("old", rl("2", "2Gi"), nil, 0) // estimate 1700m
 	p.cache.assign(old, "n1", t0.Add(-10*time.Minute), nil)
-	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 2000 {
+	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 2000 {
 		t.Errorf("a pod the metric reflects must not be added again: usage %dm, want 2000m", got)
 	}
 	// Bound 30s before the report (within one 60s interval): the metric may
 	// show only part of it, so the rest of its estimate is added.
 	recent := makePod("recent", rl("2", "2Gi"), nil, 0)
 	p.cache.assign(recent, "n1", t0.Add(-30*time.Second), nil)
-	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 3700 {
+	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 3700 {
 		t.Errorf("recent pod missing from podsMetric: usage %dm, want 3700m", got)
 	}
 	// Reserved (assumed) pods count too, and Unreserve takes them back.
 	assumed := makePod("assumed", rl("1", "1Gi"), nil, 0)
 	p.Reserve(context.Background(), framework.NewCycleState(), assumed, "n1")
-	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 4550 {
+	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 4550 {
 		t.Errorf("after Reserve: usage %dm, want 4550m", got)
 	}
 	p.Unreserve(context.Background(), framework.NewCycleState(), assumed, "n1")
-	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 3700 {
+	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 3700 {
 		t.Errorf("after Unreserve: usage %dm, want 3700m", got)
 	}
 	// A report 20s later includes "recent" at 1.2 cores, but it may have
 	// sampled before the pod warmed up: the rest of its estimate (500m) stays.
 	clk.t = t0.Add(20 * time.Second)
 	p.cache.setMetric("n1", metric("n1", clk.t, "3200m", "5Gi", podMetric("old", "1", "1Gi", ""), podMetric("recent", "1200m", "1Gi", "")))
-	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 3700 {
+	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 3700 {
 		t.Errorf("partly reported pod: usage %dm, want 3700m", got)
 	}
 	// A report more than an interval after the binding reflects it: nothing is added.
 	clk.t = t0.Add(120 * time.Second)
 	p.cache.setMetric("n1", metric("n1", clk.t, "3200m", "5Gi", podMetric("old", "1", "1Gi", ""), podMetric("recent", "1200m", "1Gi", "")))
-	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 3200 {
+	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 3200 {
 		t.Errorf("fully reported: usage %dm, want 3200m", got)
 	}
 	// Deleting a pod removes its estimate.
 	p.cache.remove(recent.UID)
 	p.cache.remove(old.UID)
-	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 3200 {
+	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 3200 {
 		t.Errorf("after deletes: usage %dm, want 3200m (the metric)", got)
 	}
 	_ = node
@@ -335,7 +334,7 @@ func TestAggregatedUsage(t *testing.T) {
 			slov1alpha1.P95: {ResourceList: rl("2", "2Gi")}, slov1alpha1.AVG: {ResourceList: rl("5", "2Gi")}}},
 	}
 	p.cache.setMetric("n1", m)
-	est := p.cache.estimates.Get("n1")
+	est := p.cache.estimateOf("n1")
 	if est.get(0, filterUsage) != 8000 {
 		t.Errorf("filter uses p95 over 5m: %dm, want 8000m", est.get(0, filterUsage))
 	}
@@ -440,20 +439,20 @@ func TestRebuildAfterRestart(t *testing.T) {
 	}
 	p.onPod(bound("old", t0.Add(-time.Hour)))
 	p.onPod(bound("new", t0.Add(-5*time.Second)))
-	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 2000+1700 {
+	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 2000+1700 {
 		t.Errorf("usage after replay = %dm, want 3700m (metric + the new pod only)", got)
 	}
 	// Replaying the same pods again (a resync) changes nothing.
 	p.onPod(bound("old", t0.Add(-time.Hour)))
 	p.onPod(bound("new", t0.Add(-5*time.Second)))
-	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 3700 {
+	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 3700 {
 		t.Errorf("usage after resync = %dm, want 3700m", got)
 	}
 	// A finished pod no longer counts.
 	done := bound("new", t0.Add(-5*time.Second))
 	done.Status.Phase = corev1.PodSucceeded
 	p.onPod(done)
-	if got := p.cache.estimates.Get("n1").get(0, filterUsage); got != 2000 {
+	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 2000 {
 		t.Errorf("usage after the pod finished = %dm, want 2000m", got)
 	}
 }
@@ -553,29 +552,5 @@ func TestPlaceholderNotCounted(t *testing.T) {
 	}
 	if err := filter(p, makePod("owner", rl("4", "1Gi"), nil, 0), n); err != nil {
 		t.Errorf("the placeholder's estimate kept a pod off the node: %v", err)
-	}
-}
-
-// Filter and Score read one cache line per node only while nodeEstimate
-// stays a 64-byte multiple (Go then aligns it); figures past the inline ones
-// must still come back.
-func TestEstimateLayout(t *testing.T) {
-	if size := unsafe.Sizeof(nodeEstimate{}); size%64 != 0 {
-		t.Errorf("nodeEstimate is %d bytes, not a multiple of 64", size)
-	}
-	n := inlineResources + 2
-	filter, score, prod := make(vector, n), make(vector, n), make(vector, n)
-	for i := range n {
-		filter[i], score[i], prod[i] = int64(i), int64(100+i), int64(200+i)
-	}
-	updated := time.Unix(1700000000, 5)
-	e := packEstimate(updated, filter, score, prod)
-	for i := range n {
-		if got := [3]int64{e.get(i, filterUsage), e.get(i, scoreUsage), e.get(i, prodUsage)}; got != [3]int64{filter[i], score[i], prod[i]} {
-			t.Errorf("resource %d: %v", i, got)
-		}
-	}
-	if !e.updateTime().Equal(updated) {
-		t.Errorf("update time %v, want %v", e.updateTime(), updated)
 	}
 }
