@@ -341,14 +341,3 @@ func (c *usageCache) estimate(node *corev1.Node, e *nodeEstimate) bool {
 	slot.load(e, len(c.resources))
 	return true
 }
-
-// estimateOf is node's estimate by name, nil without a usable NodeMetric.
-func (c *usageCache) estimateOf(node string) *nodeEstimate {
-	slot := c.estimates.Get(node)
-	if slot == nil {
-		return nil
-	}
-	e := new(nodeEstimate)
-	slot.load(e, len(c.resources))
-	return e
-}

@@ -142,3 +142,15 @@ func TestNodeForgottenFreesSlot(t *testing.T) {
 		t.Errorf("n2 without a metric has an estimate: %+v", e)
 	}
 }
+
+// estimateOf is node's estimate by name as Filter would copy it, nil
+// without a usable NodeMetric.
+func (c *usageCache) estimateOf(node string) *nodeEstimate {
+	slot := c.estimates.Get(node)
+	if slot == nil {
+		return nil
+	}
+	e := new(nodeEstimate)
+	slot.load(e, len(c.resources))
+	return e
+}
