@@ -75,15 +75,20 @@ func estimatePod(pod *corev1.Pod, resources []corev1.ResourceName, factors map[c
 			}
 			continue
 		}
-		factor, ok := factors[name]
-		if !ok {
-			factor = 100
-		}
-		e := max(req, lim) * factor / 100
+		e := max(req, lim) * scalingFactor(factors, name) / 100
 		if lim > 0 && e > lim {
 			e = lim
 		}
 		est[i] = e
 	}
 	return est
+}
+
+// scalingFactor is the percentage estimates of name are scaled by: 100 where
+// the args name none.
+func scalingFactor(factors map[corev1.ResourceName]int64, name corev1.ResourceName) int64 {
+	if f, ok := factors[name]; ok {
+		return f
+	}
+	return 100
 }

@@ -54,8 +54,11 @@ type Plugin struct {
 	usageThresholds, prodThresholds []int64
 	weights                         []int64
 	weightSum                       int64
-	expiration                      time.Duration
-	now                             func() time.Time
+	// cpuFactor and memoryFactor scale what reservations hold as estimates
+	// are scaled (resources[0] and [1] are cpu and memory).
+	cpuFactor, memoryFactor int64
+	expiration              time.Duration
+	now                     func() time.Time
 
 	// synced are the event handlers that must have seen every NodeMetric and
 	// assigned pod before the first pod is placed: a restarted scheduler
@@ -151,6 +154,8 @@ func newPlugin(args *config.LoadAwareSchedulingArgs, h fwk.Handle, now func() ti
 	for _, w := range p.weights {
 		p.weightSum += w
 	}
+	p.cpuFactor = scalingFactor(args.EstimatedScalingFactors, corev1.ResourceCPU)
+	p.memoryFactor = scalingFactor(args.EstimatedScalingFactors, corev1.ResourceMemory)
 	p.cache = newCache(args, resources, now, table)
 	return p
 }
@@ -290,25 +295,13 @@ func (p *Plugin) withReservations(holds reservation.Holds, node *corev1.Node, es
 	return p.addHeld(est, milliCPU, memory, buf)
 }
 
-// addHeld is est plus reserved CPU and memory, scaled as estimates are, in buf.
+// addHeld is est plus reserved CPU and memory, scaled as estimates are, in
+// buf. Looked up per node beside reservations, so the factors are worked out
+// once, in New.
 func (p *Plugin) addHeld(est vector, milliCPU, memory int64, buf vector) vector {
 	out := append(buf, est...)
-	for i, name := range p.resources {
-		var amount int64
-		switch name {
-		case corev1.ResourceCPU:
-			amount = milliCPU
-		case corev1.ResourceMemory:
-			amount = memory
-		default:
-			continue
-		}
-		factor, ok := p.args.EstimatedScalingFactors[name]
-		if !ok {
-			factor = 100
-		}
-		out[i] += amount * factor / 100
-	}
+	out[0] += milliCPU * p.cpuFactor / 100
+	out[1] += memory * p.memoryFactor / 100
 	return out
 }
 

@@ -116,3 +116,32 @@ func TestScoreReusesFilter(t *testing.T) {
 		}
 	}
 }
+
+// What reservations hold is scaled as the pods' estimates are: by the
+// configured factors for cpu and memory, other resources untouched.
+func TestHeldScaledAsEstimates(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		mutate         func(*configv1.LoadAwareSchedulingArgs)
+		cpu, memory    int64
+		wantCPU, wantM int64
+	}{
+		{name: "defaults", cpu: 2000, memory: 1000, wantCPU: 1700, wantM: 700},
+		{name: "configured", mutate: func(a *configv1.LoadAwareSchedulingArgs) {
+			a.EstimatedScalingFactors = map[corev1.ResourceName]int64{corev1.ResourceCPU: 50, corev1.ResourceMemory: 100}
+		}, cpu: 2000, memory: 1000, wantCPU: 1000, wantM: 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlugin(defaultArgs(t, tc.mutate), nil, (&clock{t0}).now, nil)
+			est := make(vector, len(p.resources))
+			est[0], est[1] = 10, 20
+			got := p.addHeld(est, tc.cpu, tc.memory, nil)
+			if got[0] != 10+tc.wantCPU || got[1] != 20+tc.wantM {
+				t.Errorf("cpu %d, memory %d; want %d, %d", got[0], got[1], 10+tc.wantCPU, 20+tc.wantM)
+			}
+			if est[0] != 10 || est[1] != 20 {
+				t.Errorf("the pod's estimate changed: %v", est)
+			}
+		})
+	}
+}
