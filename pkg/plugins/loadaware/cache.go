@@ -93,8 +93,11 @@ type nodeState struct {
 	thresholdsRaw    string
 	thresholdsParsed *nodeThresholds
 	// slot holds the node's estimate from its first one until the cache
-	// forgets the node; it is published only while there is an estimate.
-	slot *estimateSlot
+	// forgets the node; it is published only while there is an estimate
+	// (published). The pointer stays, so a refresh that only rewrites the
+	// slot does not take the node table's lock.
+	slot      *estimateSlot
+	published bool
 }
 
 // usageCache holds the per-node state, fed by NodeMetric and pod events and by
@@ -218,6 +221,7 @@ func (c *usageCache) forgetIfUnused(n *nodeState) {
 	}
 	delete(c.nodes, n.name)
 	c.estimates.Delete(n.name)
+	n.published = false
 	if n.slot != nil {
 		c.slots.put(n.slot, c.now())
 		n.slot = nil
@@ -228,7 +232,10 @@ func (c *usageCache) forgetIfUnused(n *nodeState) {
 func (c *usageCache) refresh(n *nodeState) {
 	m := n.metric
 	if m == nil || m.Status.NodeMetric == nil || m.Status.UpdateTime == nil {
-		c.estimates.Set(n.name, nil)
+		if n.published {
+			c.estimates.Set(n.name, nil)
+			n.published = false
+		}
 		return
 	}
 	latest := c.vectorOf(m.Status.NodeMetric.NodeUsage)
@@ -294,7 +301,10 @@ func (c *usageCache) refresh(n *nodeState) {
 		n.slot = c.slots.get(c.now())
 	}
 	n.slot.store(&est)
-	c.estimates.Set(n.name, n.slot)
+	if !n.published {
+		c.estimates.Set(n.name, n.slot)
+		n.published = true
+	}
 }
 
 func (c *usageCache) vectorOf(m slov1alpha1.ResourceMap) vector {

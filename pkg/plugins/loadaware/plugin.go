@@ -296,7 +296,7 @@ func (p *Plugin) withReservations(holds reservation.Holds, node *corev1.Node, es
 }
 
 // addHeld is est plus reserved CPU and memory, scaled as estimates are, in
-// buf. Looked up per node beside reservations, so the factors are worked out
+// buf. It runs per node beside reservations, so the factors are worked out
 // once, in New.
 func (p *Plugin) addHeld(est vector, milliCPU, memory int64, buf vector) vector {
 	out := append(buf, est...)

@@ -143,6 +143,28 @@ func TestNodeForgottenFreesSlot(t *testing.T) {
 	}
 }
 
+// A node's slot is published while it has a metric, unpublished when the
+// metric goes, and published again when it comes back; refreshes between
+// (pods arriving) rewrite it in place.
+func TestSlotPublishedWithMetric(t *testing.T) {
+	p := newPlugin(defaultArgs(t, nil), nil, (&clock{t0}).now, nil)
+	p.cache.setMetric("n1", metric("n1", t0, "2", "4Gi"))
+	pod := makePod("web", rl("2", "2Gi"), nil, 0) // estimate 1700m
+	pod.Spec.NodeName = "n1"
+	p.onPod(pod)
+	if e := p.cache.estimateOf("n1"); e == nil || e.get(0, filterUsage) != 3700 {
+		t.Fatalf("with a metric and a pod: %+v, want 3700m", e)
+	}
+	p.cache.setMetric("n1", nil)
+	if e := p.cache.estimateOf("n1"); e != nil {
+		t.Fatalf("metric gone: estimate %+v still published", e)
+	}
+	p.cache.setMetric("n1", metric("n1", t0, "1", "4Gi"))
+	if e := p.cache.estimateOf("n1"); e == nil || e.get(0, filterUsage) != 2700 {
+		t.Errorf("metric back: %+v, want 2700m", e)
+	}
+}
+
 // estimateOf is node's estimate by name as Filter would copy it, nil
 // without a usable NodeMetric.
 func (c *usageCache) estimateOf(node string) *nodeEstimate {
