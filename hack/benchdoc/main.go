@@ -65,6 +65,7 @@ func run(docPath, perfPath, microPath, perfStatPath, microStatPath, repsPath, co
 	if err := wholeScheduler(&b, perf); err != nil {
 		return err
 	}
+	paired(&b, perf)
 	pluginTable(&b, micro)
 	for _, s := range []struct{ title, path string }{
 		{"benchstat of the whole-scheduler runs", perfStatPath},
@@ -291,6 +292,63 @@ func wholeScheduler(b *strings.Builder, perf []result) error {
 	}
 	b.WriteString("\n")
 	return nil
+}
+
+// paired summarises BenchmarkPaired (BenchmarkPaired/rep=<n>/<mix>): both
+// profiles in one scheduler, so each ratio comes from one run of one
+// machine speed.
+func paired(b *strings.Builder, perf []result) {
+	byMix := map[string][]result{}
+	var mixes []string
+	for _, r := range perf {
+		rest, ok := strings.CutPrefix(r.name, "BenchmarkPaired/rep=")
+		if !ok {
+			continue
+		}
+		_, m, ok := strings.Cut(rest, "/")
+		if !ok {
+			continue
+		}
+		if byMix[m] == nil {
+			mixes = append(mixes, m)
+		}
+		byMix[m] = append(byMix[m], r)
+	}
+	if len(mixes) == 0 {
+		return
+	}
+	values := func(rs []result, metric string) []float64 {
+		var out []float64
+		for _, r := range rs {
+			if v, ok := r.metrics[metric]; ok {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	withSpread := func(v []float64, format string) string {
+		if len(v) == 0 {
+			return "—"
+		}
+		f := format + " (" + format + "–" + format + ")"
+		return fmt.Sprintf(f, median(v), slices.Min(v), slices.Max(v))
+	}
+	b.WriteString("### Both profiles in one scheduler\n\n")
+	fmt.Fprintf(b, "`BenchmarkPaired`, %d repetitions: blocks of ten pods alternate between stock kube-scheduler's profile and the Koord profile in one scheduler, so the machine's drift touches both alike. Time per scheduled pod in the scheduling cycle's extension points (mean, ms); Koord's extra is its cycle less stock's, per repetition, and the part of it in the Koord plugins' own code; the ratio is stock's cycle over Koord's. This is the cycle only, not throughput (see test/perf/README.md). Median (min–max).\n\n", len(byMix[mixes[0]]))
+	b.WriteString("| mix | stock cycle ms | Koord cycle ms | Koord's extra ms | of which Koord plugins' own ms | cycle ratio | nodes filtered a pod, stock | Koord |\n|---|---|---|---|---|---|---|---|\n")
+	for _, m := range mixes {
+		rs := byMix[m]
+		var extra []float64
+		for _, r := range rs {
+			if k, ok := r.metrics["koord-cycle-ms"]; ok {
+				extra = append(extra, k-r.metrics["stock-cycle-ms"])
+			}
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", m, withSpread(values(rs, "stock-cycle-ms"), "%.2f"), withSpread(values(rs, "koord-cycle-ms"), "%.2f"),
+			withSpread(extra, "%.2f"), withSpread(values(rs, "koord-own-ms"), "%.2f"), withSpread(values(rs, "cycle-ratio"), "%.2f"),
+			withSpread(values(rs, "stock-filtered-nodes/pod"), "%.0f"), withSpread(values(rs, "koord-filtered-nodes/pod"), "%.0f"))
+	}
+	b.WriteString("\n")
 }
 
 // pluginTable compares each Koord plugin's Filter and Score with

@@ -99,6 +99,7 @@ type delta struct {
 	bounds []float64
 	counts []uint64 // per bucket, not cumulative
 	total  uint64
+	sum    float64 // of the observations
 }
 
 func (after histograms) since(before histograms, name string, match ...string) delta {
@@ -132,6 +133,10 @@ func (after histograms) since(before histograms, name string, match ...string) d
 		}
 		d.counts[len(d.counts)-1] += total - (cumNow - cumPrev)
 		d.total += total
+		d.sum += h.GetSampleSum()
+		if prev != nil {
+			d.sum -= prev.GetSampleSum()
+		}
 	}
 	return d
 }

@@ -67,15 +67,45 @@ var cases = []perfCase{
 // profile is the shipped scheduler configuration narrowed to keep's Koord
 // plugins, with their shipped args.
 func profile(keep []string) ([]byte, error) {
+	return schedulerConfig(namedProfile{"koord-scheduler", keep})
+}
+
+// namedProfile is the shipped profile narrowed to keep's Koord plugins (none:
+// stock kube-scheduler), under schedulerName.
+type namedProfile struct {
+	schedulerName string
+	keep          []string
+}
+
+// schedulerConfig is the shipped scheduler configuration with one profile
+// per p, each cut from the shipped profile.
+func schedulerConfig(ps ...namedProfile) ([]byte, error) {
 	var cfg map[string]any
 	if err := yaml.Unmarshal(manifests.SchedulerConfig, &cfg); err != nil {
 		return nil, err
 	}
-	profiles, _ := cfg["profiles"].([]any)
-	if len(profiles) != 1 {
-		return nil, fmt.Errorf("shipped scheduler config has %d profiles, want 1", len(profiles))
+	var out []any
+	for _, np := range ps {
+		// A fresh copy of the shipped profile for each: narrowing edits it.
+		var shipped map[string]any
+		if err := yaml.Unmarshal(manifests.SchedulerConfig, &shipped); err != nil {
+			return nil, err
+		}
+		profiles, _ := shipped["profiles"].([]any)
+		if len(profiles) != 1 {
+			return nil, fmt.Errorf("shipped scheduler config has %d profiles, want 1", len(profiles))
+		}
+		p := profiles[0].(map[string]any)
+		narrow(p, np.keep)
+		p["schedulerName"] = np.schedulerName
+		out = append(out, p)
 	}
-	p := profiles[0].(map[string]any)
+	cfg["profiles"] = out
+	return yaml.Marshal(cfg)
+}
+
+// narrow leaves only keep's Koord plugins, and their args, in profile p.
+func narrow(p map[string]any, keep []string) {
 	plugins := p["plugins"].(map[string]any)
 	for point, v := range plugins {
 		set, _ := v.(map[string]any)
@@ -99,7 +129,6 @@ func profile(keep []string) ([]byte, error) {
 		}
 	}
 	p["pluginConfig"] = args
-	return yaml.Marshal(cfg)
 }
 
 func envInt(name string, def int) int {
@@ -128,6 +157,16 @@ type result struct {
 	// allocKB is what the process allocated per measured pod: the garbage
 	// collector's work grows with it, whoever allocated.
 	allocKB float64
+	// cycles is, per profile (schedulerName) and extension point, the time
+	// spent in that point per pod the profile scheduled, in ms: the mean,
+	// from the histogram's sum, not a quantile.
+	cycles map[string]map[string]float64
+	// searchedBy is searched per profile: per pod that profile scheduled.
+	searchedBy map[string]float64
+	// own is each Koord plugin's time per pod its profile scheduled, by
+	// "plugin/extension point", in ms: the mean of a call (the scheduler
+	// times one cycle in ten) times the calls a pod took.
+	own map[string]float64
 }
 
 // BenchmarkScheduler runs every case once per repetition, the cases of a
@@ -145,17 +184,7 @@ type result struct {
 // (see mix.sized). KOORD_PERF_CASES, a regular expression, picks cases by
 // name.
 func BenchmarkScheduler(b *testing.B) {
-	sz := size{nodes: envInt("KOORD_PERF_NODES", 1000), measuredPods: envInt("KOORD_PERF_PODS", 8000), warmupPods: envInt("KOORD_PERF_WARMUP", 500),
-		minMeasured: envInt("KOORD_PERF_MIN_PODS", 3500)}
-	pick, err := regexp.Compile(os.Getenv("KOORD_PERF_CASES"))
-	if err != nil {
-		b.Fatalf("KOORD_PERF_CASES: %v", err)
-	}
-	// benchstat reads "key: value" lines as the configuration of the
-	// results that follow.
-	sizesOnce.Do(func() {
-		fmt.Printf("nodes: %d\nwarmup-pods: %d\nmeasured-pods: %d\n", sz.nodes, sz.warmupPods, sz.measuredPods)
-	})
+	sz, pick := fromEnv(b)
 	for rep := 1; rep <= envInt("KOORD_PERF_REPETITIONS", 1); rep++ {
 		var results []result
 		for _, c := range inOrder(cases, rep) {
@@ -163,7 +192,11 @@ func BenchmarkScheduler(b *testing.B) {
 				continue
 			}
 			b.Run(fmt.Sprintf("rep=%d/%s", rep, c.name), func(b *testing.B) {
-				r := runCase(b, c, c.mix.sized(sz))
+				cfg, err := profile(c.plugins)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := runCase(b, c.name, cfg, c.mix, c.mix.sized(sz))
 				results = append(results, r)
 				b.ReportMetric(r.avg, "pods/s")
 				b.ReportMetric(r.p50, "p50-pods/s")
@@ -182,6 +215,23 @@ func BenchmarkScheduler(b *testing.B) {
 	}
 }
 
+// fromEnv reads the sizes and KOORD_PERF_CASES (see BenchmarkScheduler),
+// and prints the sizes once.
+func fromEnv(b *testing.B) (size, *regexp.Regexp) {
+	sz := size{nodes: envInt("KOORD_PERF_NODES", 1000), measuredPods: envInt("KOORD_PERF_PODS", 8000), warmupPods: envInt("KOORD_PERF_WARMUP", 500),
+		minMeasured: envInt("KOORD_PERF_MIN_PODS", 3500)}
+	pick, err := regexp.Compile(os.Getenv("KOORD_PERF_CASES"))
+	if err != nil {
+		b.Fatalf("KOORD_PERF_CASES: %v", err)
+	}
+	// benchstat reads "key: value" lines as the configuration of the
+	// results that follow.
+	sizesOnce.Do(func() {
+		fmt.Printf("nodes: %d\nwarmup-pods: %d\nmeasured-pods: %d\n", sz.nodes, sz.warmupPods, sz.measuredPods)
+	})
+	return sz, pick
+}
+
 // inOrder is the order repetition rep runs the cases in: as listed in odd
 // repetitions, reversed in even ones.
 func inOrder(cs []perfCase, rep int) []perfCase {
@@ -196,13 +246,15 @@ func caseIndex(name string) int {
 	return slices.IndexFunc(cases, func(c perfCase) bool { return c.name == name })
 }
 
-func runCase(b *testing.B, c perfCase, sz size) result {
+// runCase schedules sz's pods of m with the scheduler configuration cfg on a
+// new cluster, and measures the measured phase.
+func runCase(b *testing.B, name string, cfg []byte, m *mix, sz size) result {
 	for b.Loop() {
 		// One iteration (-benchtime=1x); the loop is what testing wants.
 	}
 	// The control plane logs through klog (to a file, see TestMain), not
 	// through b: a benchmark's log is for results.
-	tb := controlplane.NewProcessTB("perf-" + c.name)
+	tb := controlplane.NewProcessTB("perf-" + name)
 	defer tb.Close()
 	cp, err := controlplane.Start(tb, controlplane.Options{})
 	if err != nil {
@@ -217,24 +269,20 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 	if err != nil {
 		b.Fatal(err)
 	}
-	progress("%s: control plane up", c.name)
+	progress("%s: control plane up", name)
 	if err := buildNodes(ctx, cp, sz.nodes); err != nil {
 		b.Fatal(err)
 	}
-	progress("%s: %d nodes", c.name, sz.nodes)
+	progress("%s: %d nodes", name, sz.nodes)
 	owners := (sz.warmupPods + sz.measuredPods + 9) / 10
 	if err := buildReservations(ctx, koord, owners, sz.nodes); err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := profile(c.plugins)
-	if err != nil {
 		b.Fatal(err)
 	}
 	sched, err := cp.StartScheduler(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	progress("%s: scheduler started", c.name)
+	progress("%s: scheduler started", name)
 	defer sched.Stop()
 	ns := "perf"
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -248,7 +296,7 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 		deadline := time.Now().Add(timeout)
 		for bound.bound.Load() < int64(want) {
 			if time.Now().After(deadline) {
-				b.Fatalf("%s: %d of %d pods bound after %s; %s", c.name, bound.bound.Load(), want, timeout, unscheduled(ctx, kube, ns))
+				b.Fatalf("%s: %d of %d pods bound after %s; %s", name, bound.bound.Load(), want, timeout, unscheduled(ctx, kube, ns))
 			}
 			if err := sched.Err(); err != nil {
 				b.Fatal(err)
@@ -258,11 +306,11 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 	}
 
 	// Warm-up: caches, informers, the first cycles.
-	if err := createPods(ctx, kube, ns, c.mix, 0, sz.warmupPods); err != nil {
+	if err := createPods(ctx, kube, ns, m, 0, sz.warmupPods); err != nil {
 		b.Fatal(err)
 	}
 	waitBound(sz.warmupPods, 5*time.Minute)
-	progress("%s: warm-up done", c.name)
+	progress("%s: warm-up done", name)
 
 	names := []string{"scheduler_scheduling_attempt_duration_seconds", "scheduler_framework_extension_point_duration_seconds", "scheduler_plugin_execution_duration_seconds"}
 	counted := []string{"scheduler_plugin_evaluation_total", "scheduler_schedule_attempts_total"}
@@ -276,13 +324,13 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 		b.Fatal(err)
 	}
 	allocStart := allocatedBytes()
-	stopProfile, err := startCPUProfile(os.Getenv("KOORD_PERF_CPU_PROFILES"), c.name)
+	stopProfile, err := startCPUProfile(os.Getenv("KOORD_PERF_CPU_PROFILES"), name)
 	if err != nil {
 		b.Fatal(err)
 	}
 	start := time.Now()
 	created := make(chan error, 1)
-	go func() { created <- createPods(ctx, kube, ns, c.mix, sz.warmupPods, total) }()
+	go func() { created <- createPods(ctx, kube, ns, m, sz.warmupPods, total) }()
 	var windows []float64
 	last, lastProgress := bound.bound.Load(), time.Now()
 	for tick := time.NewTicker(time.Second); bound.bound.Load() < int64(total); {
@@ -297,7 +345,7 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 			if now > last {
 				lastProgress = time.Now()
 			} else if time.Since(lastProgress) > 30*time.Second {
-				b.Fatalf("%s: stuck at %d of %d pods bound; %s", c.name, now, total, unscheduled(ctx, kube, ns))
+				b.Fatalf("%s: stuck at %d of %d pods bound; %s", name, now, total, unscheduled(ctx, kube, ns))
 			}
 			last = now
 			if err := sched.Err(); err != nil {
@@ -325,12 +373,12 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
 	if dir := os.Getenv("KOORD_PERF_HEAP_PROFILES"); dir != "" {
-		if err := writeHeapProfile(filepath.Join(dir, strings.ReplaceAll(c.name, "/", "-")+".heap")); err != nil {
+		if err := writeHeapProfile(filepath.Join(dir, strings.ReplaceAll(name, "/", "-")+".heap")); err != nil {
 			b.Fatal(err)
 		}
 	}
 
-	r := result{name: c.name, mix: c.mix.name, pods: sz.measuredPods, avg: float64(sz.measuredPods) / elapsed.Seconds(), p50: median(windows), heapMB: float64(mem.HeapInuse) / (1 << 20),
+	r := result{name: name, mix: m.name, pods: sz.measuredPods, avg: float64(sz.measuredPods) / elapsed.Seconds(), p50: median(windows), heapMB: float64(mem.HeapInuse) / (1 << 20),
 		points: map[string]float64{}, plugins: map[string]float64{}}
 	r.cpuMs = float64(cpuEnd-cpuStart) / float64(time.Millisecond) / float64(sz.measuredPods)
 	r.allocKB = float64(allocEnd-allocStart) / 1024 / float64(sz.measuredPods)
@@ -343,6 +391,40 @@ func runCase(b *testing.B, c perfCase, sz size) result {
 	for _, point := range after.labelValues(names[1], "extension_point") {
 		if d := after.since(before, names[1], "extension_point="+point); d.total > 0 {
 			r.points[point] = d.quantile(0.99) * 1000
+		}
+	}
+	r.cycles, r.searchedBy = map[string]map[string]float64{}, map[string]float64{}
+	for _, prof := range after.labelValues(names[1], "profile") {
+		scheduled := afterCounts.sum(beforeCounts, counted[1], "profile="+prof, "result=scheduled")
+		if scheduled == 0 {
+			continue
+		}
+		r.searchedBy[prof] = afterCounts.most(beforeCounts, counted[0], "extension_point=Filter", "profile="+prof) / scheduled
+		per := map[string]float64{}
+		for _, point := range after.labelValues(names[1], "extension_point") {
+			if d := after.since(before, names[1], "extension_point="+point, "profile="+prof); d.total > 0 {
+				per[point] = d.sum * 1000 / scheduled
+			}
+		}
+		r.cycles[prof] = per
+	}
+	r.own = map[string]float64{}
+	for _, plugin := range allPlugins {
+		// Only the points the scheduler counts evaluations of.
+		for _, point := range []string{"PreFilter", "Filter", "PreScore", "Score"} {
+			d := after.since(before, names[2], "plugin="+plugin, "extension_point="+point)
+			if d.total == 0 {
+				continue
+			}
+			// A Koord plugin runs in one profile: its calls per pod are
+			// per pod of that profile.
+			for prof := range r.searchedBy {
+				calls := afterCounts.sum(beforeCounts, counted[0], "plugin="+plugin, "extension_point="+point, "profile="+prof)
+				if calls > 0 {
+					scheduled := afterCounts.sum(beforeCounts, counted[1], "profile="+prof, "result=scheduled")
+					r.own[plugin+"/"+point] = d.sum / float64(d.total) * calls / scheduled * 1000
+				}
+			}
 		}
 	}
 	for _, plugin := range after.labelValues(names[2], "plugin") {

@@ -1,0 +1,176 @@
+package perf
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The two profiles of a paired run, by schedulerName: stock kube-scheduler's
+// and the shipped Koord profile.
+const (
+	stockProfile = "stock"
+	koordProfile = "koord-scheduler"
+)
+
+// cyclePoints are the extension points of the scheduling cycle, the one loop
+// that schedules pods one at a time; the binding cycle runs beside it.
+var cyclePoints = []string{"PreFilter", "Filter", "PostFilter", "PreScore", "Score", "Reserve", "Permit"}
+
+// pairedMixes are the mixes a paired run schedules, one cluster each.
+var pairedMixes = []*mix{&realistic, &plain, &binding}
+
+// BenchmarkPaired schedules each mix with both profiles in one scheduler:
+// blocks of ten pods alternate between stock kube-scheduler's profile and
+// the shipped Koord profile, so both share the nodes, the queue, the
+// informers and the machine, and are measured milliseconds apart. The ratio
+// of their scheduling cycles (stock-cycle-ms / koord-cycle-ms, the time in
+// the cycle's extension points per pod each profile scheduled) cannot be
+// moved by the machine's drift, which BenchmarkScheduler's separate cases
+// can only spread over repetitions: it is the measure to judge a change to
+// a plugin's per-node work by. It is not a throughput ratio. Throughput
+// follows the whole process's CPU on this machine, and what Koord costs
+// outside the cycle (informer handlers, the garbage its allocations make)
+// lands on both profiles alike here; BenchmarkScheduler measures both. The
+// part of the cycle outside any extension point (taking the pod from the
+// queue, the snapshot, assuming the pod) is the same code in both and left
+// out, so the ratio is lower than the cycle's true one, never higher.
+// koord-own-ms is what of Koord's cycle its plugins' own code took: each
+// Koord plugin's mean call (the scheduler times one cycle in ten) times the
+// calls per pod, at the points the scheduler counts calls of (PreFilter,
+// Filter, PreScore, Score); the rest of the difference is the framework's
+// work for more plugins, and more nodes filtered where Koord turns some away.
+// Sizes, KOORD_PERF_REPETITIONS and KOORD_PERF_REPORT as BenchmarkScheduler;
+// KOORD_PERF_CASES picks by "paired/<mix>".
+func BenchmarkPaired(b *testing.B) {
+	sz, pick := fromEnv(b)
+	cfg, err := schedulerConfig(namedProfile{stockProfile, nil}, namedProfile{koordProfile, allPlugins})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for rep := 1; rep <= envInt("KOORD_PERF_REPETITIONS", 1); rep++ {
+		var results []result
+		for _, m := range pairedMixes {
+			name := "paired/" + m.name
+			if !pick.MatchString(name) {
+				continue
+			}
+			b.Run(fmt.Sprintf("rep=%d/%s", rep, m.name), func(b *testing.B) {
+				r := runCase(b, name, cfg, m.alternating(), m.sized(sz))
+				stock, koord := cycleMs(r.cycles[stockProfile]), cycleMs(r.cycles[koordProfile])
+				if stock == 0 || koord == 0 {
+					b.Fatalf("%s: scheduling cycle %.3f ms (stock), %.3f ms (Koord): a profile scheduled nothing", name, stock, koord)
+				}
+				results = append(results, r)
+				b.ReportMetric(stock, "stock-cycle-ms")
+				b.ReportMetric(koord, "koord-cycle-ms")
+				b.ReportMetric(stock/koord, "cycle-ratio")
+				b.ReportMetric(ownMs(r.own), "koord-own-ms")
+				b.ReportMetric(r.searchedBy[stockProfile], "stock-filtered-nodes/pod")
+				b.ReportMetric(r.searchedBy[koordProfile], "koord-filtered-nodes/pod")
+				b.ReportMetric(r.avg, "pods/s")
+				b.ReportMetric(r.cpuMs, "cpu-ms/pod")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
+		reportPaired(b, rep, results)
+	}
+}
+
+// alternating is m with every other block of ten pods (0–9, 20–29, ...) for
+// the stock profile and the rest for Koord's: the realistic mix picks a
+// pod's kind by i mod 10, so each profile gets the whole mix, and the
+// reservation owners of the stock blocks stay unconsumed, held against
+// every other pod.
+func (m *mix) alternating() *mix {
+	out := *m
+	out.pod = func(namespace string, i int) *corev1.Pod {
+		p := m.pod(namespace, i)
+		p.Spec.SchedulerName = koordProfile
+		if (i/10)%2 == 0 {
+			p.Spec.SchedulerName = stockProfile
+		}
+		return p
+	}
+	return &out
+}
+
+// cycleMs is the time per pod in the scheduling cycle's extension points.
+func cycleMs(points map[string]float64) float64 {
+	var total float64
+	for _, p := range cyclePoints {
+		total += points[p]
+	}
+	return total
+}
+
+// ownMs is the Koord plugins' own time per pod in the cycle.
+func ownMs(own map[string]float64) float64 {
+	var total float64
+	for _, v := range own {
+		total += v
+	}
+	return total
+}
+
+// reportPaired prints, per mix, both profiles' time per pod in each
+// extension point and the cycle's ratio, and appends it to
+// $KOORD_PERF_REPORT.
+func reportPaired(b *testing.B, rep int, results []result) {
+	if len(results) == 0 {
+		return
+	}
+	out := "\nBoth profiles in one scheduler: time per scheduled pod in each extension point, ms (mean); the cycle is " + fmt.Sprint(cyclePoints) + ", its ratio stock / Koord.\n\n| mix | point | stock | Koord |\n|---|---|---|---|\n"
+	for _, r := range results {
+		var points []string
+		for p := range r.cycles[koordProfile] {
+			points = append(points, p)
+		}
+		for p := range r.cycles[stockProfile] {
+			if !slices.Contains(points, p) {
+				points = append(points, p)
+			}
+		}
+		slices.SortFunc(points, func(a, b string) int {
+			if d := pointOrder(a) - pointOrder(b); d != 0 {
+				return d
+			}
+			return strings.Compare(a, b)
+		})
+		for _, p := range points {
+			out += fmt.Sprintf("| %s | %s | %.3f | %.3f |\n", r.mix, p, r.cycles[stockProfile][p], r.cycles[koordProfile][p])
+		}
+		for _, k := range slices.Sorted(maps.Keys(r.own)) {
+			out += fmt.Sprintf("| %s | %s, the plugin's own time | | %.3f |\n", r.mix, k, r.own[k])
+		}
+		out += fmt.Sprintf("| %s | nodes filtered a pod | %.0f | %.0f |\n", r.mix, r.searchedBy[stockProfile], r.searchedBy[koordProfile])
+		stock, koord := cycleMs(r.cycles[stockProfile]), cycleMs(r.cycles[koordProfile])
+		out += fmt.Sprintf("| %s | **cycle** | **%.3f** | **%.3f** (ratio %.2f) |\n", r.mix, stock, koord, stock/koord)
+	}
+	fmt.Println(out)
+	if path := os.Getenv("KOORD_PERF_REPORT"); path != "" {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := fmt.Fprintf(f, "\n#### Paired repetition %d, ended %s\n%s", rep, time.Now().UTC().Format(time.RFC3339), out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// pointOrder sorts extension points as a pod meets them; the rest last.
+func pointOrder(p string) int {
+	order := append(slices.Clone(cyclePoints), "PreBind", "Bind", "PostBind")
+	if i := slices.Index(order, p); i >= 0 {
+		return i
+	}
+	return len(order)
+}

@@ -1,0 +1,107 @@
+package perf
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/utils/ptr"
+
+	"github.com/koord-project/koord/cmd/koord-scheduler/app"
+)
+
+// A paired run's configuration loads as koord-scheduler loads its own, and
+// holds stock kube-scheduler's profile, without any Koord plugin, beside the
+// shipped Koord profile with all of them.
+func TestPairedConfig(t *testing.T) {
+	cfg, err := schedulerConfig(namedProfile{stockProfile, nil}, namedProfile{koordProfile, allPlugins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.ValidateConfigFile(path); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := options.LoadConfigFromFile(klog.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(loaded.Profiles) != 2 {
+		t.Fatalf("%d profiles, want 2", len(loaded.Profiles))
+	}
+	for _, p := range loaded.Profiles {
+		var enabled []string
+		for _, set := range []schedconfig.PluginSet{p.Plugins.MultiPoint, p.Plugins.PreFilter, p.Plugins.Filter, p.Plugins.Score, p.Plugins.Reserve, p.Plugins.Bind} {
+			for _, pl := range set.Enabled {
+				enabled = append(enabled, pl.Name)
+			}
+		}
+		for _, koord := range allPlugins {
+			has := slices.Contains(enabled, koord)
+			switch p.SchedulerName {
+			case stockProfile:
+				if has {
+					t.Errorf("stock profile enables %s", koord)
+				}
+			case koordProfile:
+				if !has {
+					t.Errorf("Koord profile lacks %s", koord)
+				}
+			default:
+				t.Errorf("unexpected profile %q", p.SchedulerName)
+			}
+		}
+	}
+}
+
+// Blocks of ten alternate between the profiles, and each block keeps the
+// mix's kinds of pod.
+func TestAlternating(t *testing.T) {
+	m := realistic.alternating()
+	for i, want := range map[int]string{0: stockProfile, 9: stockProfile, 10: koordProfile, 19: koordProfile, 20: stockProfile, 8010: koordProfile} {
+		p := m.pod("ns", i)
+		if p.Spec.SchedulerName != want {
+			t.Errorf("pod %d: schedulerName %q, want %q", i, p.Spec.SchedulerName, want)
+		}
+		if orig := realistic.pod("ns", i); p.Spec.Containers[0].Resources.Requests.Cpu().String() != orig.Spec.Containers[0].Resources.Requests.Cpu().String() ||
+			p.Labels["app"] != orig.Labels["app"] {
+			t.Errorf("pod %d changed kind: %v %v", i, p.Labels, p.Spec.Containers[0].Resources.Requests)
+		}
+	}
+	if realistic.pod("ns", 0).Spec.SchedulerName != koordProfile {
+		t.Error("alternating changed the mix it was made from")
+	}
+}
+
+// A profile's cycle is the mean time per scheduled pod in the cycle's
+// extension points, from the histograms' sums over the measured phase.
+func TestCycleMs(t *testing.T) {
+	const points = "scheduler_framework_extension_point_duration_seconds"
+	hist := func(count uint64, sum float64) *dto.Histogram {
+		return &dto.Histogram{SampleCount: ptr.To(count), SampleSum: ptr.To(sum)}
+	}
+	filter := key(points, labels("extension_point", "Filter", "profile", stockProfile, "status", "Success"))
+	score := key(points, labels("extension_point", "Score", "profile", stockProfile, "status", "Success"))
+	bind := key(points, labels("extension_point", "Bind", "profile", stockProfile, "status", "Success"))
+	koordFilter := key(points, labels("extension_point", "Filter", "profile", koordProfile, "status", "Success"))
+	before := histograms{filter: hist(10, 1), score: hist(10, 0.5)}
+	after := histograms{filter: hist(110, 3), score: hist(110, 1.5), bind: hist(100, 9), koordFilter: hist(100, 7)}
+	got := map[string]float64{}
+	for _, point := range []string{"Filter", "Score", "Bind"} {
+		got[point] = after.since(before, points, "extension_point="+point, "profile="+stockProfile).sum * 1000 / 100
+	}
+	// 2 s of Filter and 1 s of Score over 100 pods: 20 + 10 ms a pod; Bind
+	// is not in the cycle, and Koord's Filter is another profile.
+	if c := cycleMs(got); math.Abs(c-30) > 1e-9 {
+		t.Errorf("cycle %v ms, want 30 (%v)", c, got)
+	}
+}
