@@ -200,6 +200,20 @@ func stockOf(mix string) string {
 	return mix + "/stock"
 }
 
+// repetition splits test/perf's "<bench>/rep=<n>/<case>": ok is false for
+// another benchmark, err names one without a case.
+func repetition(name, bench string) (rep, c string, ok bool, err error) {
+	rest, found := strings.CutPrefix(name, bench+"/rep=")
+	if !found {
+		return "", "", false, nil
+	}
+	rep, c, found = strings.Cut(rest, "/")
+	if !found {
+		return "", "", false, fmt.Errorf("benchmark %q: no case after the repetition", name)
+	}
+	return rep, c, true, nil
+}
+
 // targets are the throughput targets: case → lowest ratio to stock.
 var targets = []struct {
 	name, what string
@@ -218,13 +232,12 @@ func wholeScheduler(b *strings.Builder, perf []result) error {
 	byRep := map[string]map[string]result{}
 	var repNames, order []string
 	for _, r := range perf {
-		rest, ok := strings.CutPrefix(r.name, "BenchmarkScheduler/rep=")
+		rep, c, ok, err := repetition(r.name, "BenchmarkScheduler")
+		if err != nil {
+			return err
+		}
 		if !ok {
 			continue
-		}
-		rep, c, ok := strings.Cut(rest, "/")
-		if !ok {
-			return fmt.Errorf("benchmark %q: no case after the repetition", r.name)
 		}
 		if byRep[rep] == nil {
 			byRep[rep] = map[string]result{}
@@ -301,12 +314,8 @@ func paired(b *strings.Builder, perf []result) {
 	byMix := map[string][]result{}
 	var mixes []string
 	for _, r := range perf {
-		rest, ok := strings.CutPrefix(r.name, "BenchmarkPaired/rep=")
-		if !ok {
-			continue
-		}
-		_, m, ok := strings.Cut(rest, "/")
-		if !ok {
+		_, m, ok, err := repetition(r.name, "BenchmarkPaired")
+		if err != nil || !ok {
 			continue
 		}
 		if byMix[m] == nil {

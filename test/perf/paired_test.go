@@ -3,11 +3,9 @@ package perf
 import (
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -159,17 +157,7 @@ func reportPaired(b *testing.B, rep int, results []result) {
 		stock, koord := cycleMs(r.cycles[stockProfile]), cycleMs(r.cycles[koordProfile])
 		out += fmt.Sprintf("| %s | **cycle** | **%.3f** | **%.3f** (ratio %.2f) |\n", r.mix, stock, koord, stock/koord)
 	}
-	fmt.Println(out)
-	if path := os.Getenv("KOORD_PERF_REPORT"); path != "" {
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		if _, err := fmt.Fprintf(f, "\n#### Paired repetition %d, ended %s\n%s", rep, time.Now().UTC().Format(time.RFC3339), out); err != nil {
-			b.Fatal(err)
-		}
-	}
+	publish(b, fmt.Sprintf("Paired repetition %d", rep), out)
 }
 
 // sampledNote marks the points whose timings the scheduler mostly drops (see

@@ -533,7 +533,13 @@ func report(b *testing.B, rep int, results []result) {
 	out += "\np99 per extension point, ms:\n\n" + table(results, func(r result) map[string]float64 { return r.points })
 	out += "\np99 per plugin and extension point (the scheduler samples 10 percent of cycles), ms; Koord plugins and NodeResourcesFit:\n\n" +
 		table(results, func(r result) map[string]float64 { return koordAndFit(r.plugins) })
-	// Printed, not logged: testing truncates a benchmark's log.
+	publish(b, fmt.Sprintf("Repetition %d", rep), out)
+}
+
+// publish prints a repetition's report and appends it, under heading and the
+// time, to $KOORD_PERF_REPORT when set. Printed, not logged: testing
+// truncates a benchmark's log.
+func publish(b *testing.B, heading, out string) {
 	fmt.Println(out)
 	if path := os.Getenv("KOORD_PERF_REPORT"); path != "" {
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -541,7 +547,7 @@ func report(b *testing.B, rep int, results []result) {
 			b.Fatal(err)
 		}
 		defer f.Close()
-		if _, err := fmt.Fprintf(f, "\n#### Repetition %d, ended %s\n%s", rep, time.Now().UTC().Format(time.RFC3339), out); err != nil {
+		if _, err := fmt.Fprintf(f, "\n#### %s, ended %s\n%s", heading, time.Now().UTC().Format(time.RFC3339), out); err != nil {
 			b.Fatal(err)
 		}
 	}
