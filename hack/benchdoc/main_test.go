@@ -32,21 +32,30 @@ BenchmarkScore/NodeNUMAResource-2          	24571605	        200 ns/op	       0 
 BenchmarkScore/NodeResourcesFit-2          	24571605	        100 ns/op	       48 B/op	       3 allocs/op
 `
 
+// generate writes the inputs into dir (perf.txt, micro.txt, doc.md), runs
+// benchdoc over them and returns the document it wrote.
+func generate(t *testing.T, dir, perf, micro, doc string) string {
+	t.Helper()
+	for name, text := range map[string]string{"perf.txt": perf, "micro.txt": micro, "doc.md": doc} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := run(filepath.Join(dir, "doc.md"), filepath.Join(dir, "perf.txt"), filepath.Join(dir, "micro.txt"), "", "", "", "make bench", "docs/bench", "today", false); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.ReadFile(filepath.Join(dir, "doc.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
 // Ratios are taken within each repetition (the machine drifts between
 // them), then the median; targets are judged on that median.
 func TestSection(t *testing.T) {
 	dir := t.TempDir()
-	perf, micro, doc := filepath.Join(dir, "perf.txt"), filepath.Join(dir, "micro.txt"), filepath.Join(dir, "doc.md")
-	for p, s := range map[string]string{perf: samplePerf, micro: sampleMicro, doc: "# Benchmarks\n\nanalysis stays\n"} {
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := run(doc, perf, micro, "", "", "", "make bench", "docs/bench", "today", false); err != nil {
-		t.Fatal(err)
-	}
-	out, _ := os.ReadFile(doc)
-	text := string(out)
+	text := generate(t, dir, samplePerf, sampleMicro, "# Benchmarks\n\nanalysis stays\n")
 	for _, want := range []string{
 		"analysis stays",
 		"3 repetitions",
@@ -70,11 +79,8 @@ func TestSection(t *testing.T) {
 		}
 	}
 	// A second run replaces the section instead of adding one.
-	if err := run(doc, perf, micro, "", "", "", "make bench", "docs/bench", "today", false); err != nil {
-		t.Fatal(err)
-	}
-	again, _ := os.ReadFile(doc)
-	if strings.Count(string(again), begin) != 1 || string(again) != text {
+	again := generate(t, dir, samplePerf, sampleMicro, text)
+	if strings.Count(again, begin) != 1 || again != text {
 		t.Errorf("the second run changed the document:\n%s", again)
 	}
 }
@@ -90,19 +96,7 @@ BenchmarkPaired/rep=2/plain-2       	       1	         6.0 cpu-ms/pod	         0
 // repetitions, Koord's extra taken within each; the separate cases' table
 // does not take them for cases.
 func TestPairedSection(t *testing.T) {
-	dir := t.TempDir()
-	perf, doc := filepath.Join(dir, "perf.txt"), filepath.Join(dir, "doc.md")
-	if err := os.WriteFile(perf, []byte(samplePerf+samplePaired), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(doc, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := run(doc, perf, "", "", "", "", "make bench", "docs/bench", "today", false); err != nil {
-		t.Fatal(err)
-	}
-	out, _ := os.ReadFile(doc)
-	text := string(out)
+	text := generate(t, t.TempDir(), samplePerf+samplePaired, "", "")
 	for _, want := range []string{
 		"`BenchmarkPaired`, 2 repetitions",
 		// Extra per repetition: 0.35 and 0.27 → median 0.31.
