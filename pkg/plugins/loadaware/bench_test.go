@@ -182,3 +182,73 @@ func BenchmarkPodUpdate(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFilterPass is one pod's PreFilter and Filter over 1000 nodes, as
+// kube-scheduler runs them for a pod. caches=warm leaves the nodes' data in
+// the CPU's caches, as BenchmarkCycle1000Nodes does; caches=cold writes 64
+// MiB of other memory before each pass (not timed), as the API server
+// sharing the caches leaves them in the whole-scheduler benchmark, where
+// each node's lookups are cache misses. annotations=6 gives every node six
+// annotations of the kinds kubelet, kubeadm, a CSI driver and a CNI set,
+// which the look-up of the usage-thresholds annotation reads past;
+// test/perf's nodes carry none. NodeResourcesFit runs the same passes, the
+// in-tree plugin the per-node target is set against.
+func BenchmarkFilterPass(b *testing.B) {
+	ctx := context.Background()
+	var other []byte
+	for _, annotations := range []int{0, 6} {
+		p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now, nil)
+		nodes := make([]fwk.NodeInfo, 1000)
+		for i := range nodes {
+			ni := benchNode(p, fmt.Sprintf("node-%04d", i))
+			if annotations > 0 {
+				n := ni.Node().DeepCopy()
+				n.Annotations = typicalAnnotations(i)
+				ni.SetNode(n)
+			}
+			nodes[i] = ni
+		}
+		pod := makePod("incoming", rl("1", "2Gi"), nil, 0)
+		plugins := map[string]fwk.Plugin{"LoadAwareScheduling": p, "NodeResourcesFit": schedtest.NewFit(b)}
+		for _, run := range []struct{ plugin, caches string }{
+			{"LoadAwareScheduling", "warm"}, {"LoadAwareScheduling", "cold"}, {"NodeResourcesFit", "warm"}, {"NodeResourcesFit", "cold"},
+		} {
+			pl, caches := plugins[run.plugin], run.caches
+			b.Run(fmt.Sprintf("annotations=%d/caches=%s/%s", annotations, caches, run.plugin), func(b *testing.B) {
+				if caches == "cold" && other == nil {
+					other = make([]byte, 64<<20)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if caches == "cold" {
+						b.StopTimer()
+						for i := 0; i < len(other); i += 64 {
+							other[i]++
+						}
+						b.StartTimer()
+					}
+					state := framework.NewCycleState()
+					pl.(fwk.PreFilterPlugin).PreFilter(ctx, state, pod, nodes)
+					for _, ni := range nodes {
+						if st := pl.(fwk.FilterPlugin).Filter(ctx, state, pod, ni); !st.IsSuccess() {
+							b.Fatal(st.AsError())
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// typicalAnnotations are what node i of a kubeadm cluster with a CSI driver
+// and Calico carries: six, none of them Koord's.
+func typicalAnnotations(i int) map[string]string {
+	return map[string]string{
+		"node.alpha.kubernetes.io/ttl":                           "0",
+		"volumes.kubernetes.io/controller-managed-attach-detach": "true",
+		"kubeadm.alpha.kubernetes.io/cri-socket":                 "unix:///run/containerd/containerd.sock",
+		"csi.volume.kubernetes.io/nodeid":                        fmt.Sprintf(`{"ebs.csi.aws.com":"i-%012d"}`, i),
+		"projectcalico.org/IPv4Address":                          fmt.Sprintf("10.0.%d.%d/16", i/256, i%256),
+		"projectcalico.org/IPv4VXLANTunnelAddr":                  fmt.Sprintf("192.168.%d.%d", i/256, i%256),
+	}
+}
