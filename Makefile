@@ -110,7 +110,7 @@ verify:
 BENCH := $(CURDIR)/_output/bench
 BENCH_COUNT ?= 3
 
-## bench: the plugins' micro-benchmarks and the whole-scheduler comparison with stock kube-scheduler (test/perf), $(BENCH_COUNT) repetitions, into _output/bench, then docs/benchmarks.md and docs/bench (not part of make test: about 12 minutes a repetition, micro-benchmarks and the paired runs included)
+## bench: the plugins' micro-benchmarks and the whole-scheduler comparison with stock kube-scheduler (test/perf), $(BENCH_COUNT) repetitions, into _output/bench, then docs/benchmarks.md and docs/bench (not part of make test: about 13 minutes a repetition, micro-benchmarks and the paired runs included)
 bench:
 	mkdir -p $(BENCH)
 	$(GO) test -p 1 -run XXX -bench . -count $(BENCH_COUNT) ./pkg/plugins/... ./apis/extension | tee $(BENCH)/micro.txt

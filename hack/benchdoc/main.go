@@ -65,7 +65,9 @@ func run(docPath, perfPath, microPath, perfStatPath, microStatPath, repsPath, co
 	if err := wholeScheduler(&b, perf); err != nil {
 		return err
 	}
-	paired(&b, perf)
+	if err := paired(&b, perf); err != nil {
+		return err
+	}
 	pluginTable(&b, micro)
 	for _, s := range []struct{ title, path string }{
 		{"benchstat of the whole-scheduler runs", perfStatPath},
@@ -310,12 +312,15 @@ func wholeScheduler(b *strings.Builder, perf []result) error {
 // paired summarises BenchmarkPaired (BenchmarkPaired/rep=<n>/<mix>): both
 // profiles in one scheduler, so each ratio comes from one run of one
 // machine speed.
-func paired(b *strings.Builder, perf []result) {
+func paired(b *strings.Builder, perf []result) error {
 	byMix := map[string][]result{}
 	var mixes []string
 	for _, r := range perf {
 		_, m, ok, err := repetition(r.name, "BenchmarkPaired")
-		if err != nil || !ok {
+		if err != nil {
+			return err
+		}
+		if !ok {
 			continue
 		}
 		if byMix[m] == nil {
@@ -324,7 +329,7 @@ func paired(b *strings.Builder, perf []result) {
 		byMix[m] = append(byMix[m], r)
 	}
 	if len(mixes) == 0 {
-		return
+		return nil
 	}
 	values := func(rs []result, metric string) []float64 {
 		var out []float64
@@ -334,13 +339,6 @@ func paired(b *strings.Builder, perf []result) {
 			}
 		}
 		return out
-	}
-	withSpread := func(v []float64, format string) string {
-		if len(v) == 0 {
-			return "—"
-		}
-		f := format + " (" + format + "–" + format + ")"
-		return fmt.Sprintf(f, median(v), slices.Min(v), slices.Max(v))
 	}
 	b.WriteString("### Both profiles in one scheduler\n\n")
 	fmt.Fprintf(b, "`BenchmarkPaired`, %d repetitions: blocks of ten pods alternate between stock kube-scheduler's profile and the Koord profile in one scheduler, so the machine's drift touches both alike. Time per scheduled pod in the scheduling cycle's extension points (mean, ms); Koord's extra is its cycle less stock's, per repetition; the ratio is stock's cycle over Koord's. This is the cycle only, not throughput (see test/perf/README.md). Median (min–max).\n\n", len(byMix[mixes[0]]))
@@ -353,11 +351,12 @@ func paired(b *strings.Builder, perf []result) {
 				extra = append(extra, k-r.metrics["stock-cycle-ms"])
 			}
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", m, withSpread(values(rs, "stock-cycle-ms"), "%.2f"), withSpread(values(rs, "koord-cycle-ms"), "%.2f"),
-			withSpread(extra, "%.2f"), withSpread(values(rs, "cycle-ratio"), "%.2f"),
-			withSpread(values(rs, "stock-filtered-nodes/pod"), "%.0f"), withSpread(values(rs, "koord-filtered-nodes/pod"), "%.0f"))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", m, spreadOf(values(rs, "stock-cycle-ms"), "%.2f"), spreadOf(values(rs, "koord-cycle-ms"), "%.2f"),
+			spreadOf(extra, "%.2f"), spreadOf(values(rs, "cycle-ratio"), "%.2f"),
+			spreadOf(values(rs, "stock-filtered-nodes/pod"), "%.0f"), spreadOf(values(rs, "koord-filtered-nodes/pod"), "%.0f"))
 	}
 	b.WriteString("\n")
+	return nil
 }
 
 // pluginTable compares each Koord plugin's Filter and Score with
@@ -424,14 +423,18 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func spread(v []float64) string {
+func spread(v []float64) string { return spreadOf(v, "%.0f") }
+
+// spreadOf is the median of v and, over more than one value, its range, each
+// in format.
+func spreadOf(v []float64, format string) string {
 	if len(v) == 0 {
 		return "—"
 	}
 	if len(v) == 1 {
-		return fmt.Sprintf("%.0f", v[0])
+		return fmt.Sprintf(format, v[0])
 	}
-	return fmt.Sprintf("%.0f (%.0f–%.0f)", median(v), slices.Min(v), slices.Max(v))
+	return fmt.Sprintf(format+" ("+format+"–"+format+")", median(v), slices.Min(v), slices.Max(v))
 }
 
 func fmtRatio(v []float64) string {

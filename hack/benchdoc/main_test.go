@@ -51,12 +51,22 @@ func generate(t *testing.T, dir, perf, micro, doc string) string {
 	return string(out)
 }
 
+// requireContains reports each of wants that text lacks.
+func requireContains(t *testing.T, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("section lacks %q:\n%s", want, text)
+		}
+	}
+}
+
 // Ratios are taken within each repetition (the machine drifts between
 // them), then the median; targets are judged on that median.
 func TestSection(t *testing.T) {
 	dir := t.TempDir()
 	text := generate(t, dir, samplePerf, sampleMicro, "# Benchmarks\n\nanalysis stays\n")
-	for _, want := range []string{
+	requireContains(t, text,
 		"analysis stays",
 		"3 repetitions",
 		// all/stock: 0.95, 0.80, 0.90 → median 0.90; pods/s median 135 (80–190).
@@ -73,11 +83,7 @@ func TestSection(t *testing.T) {
 		"(`binding/all`) ≥ 0.80×: not measured",
 		"| loadaware | Filter | LoadAwareScheduling | 68 | 0 | 223 | 0.30× | met |",
 		"| numaresource | Score | NodeNUMAResource | 200 | 0 | 100 | 2.00× | **missed** |",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("section lacks %q:\n%s", want, text)
-		}
-	}
+	)
 	// A second run replaces the section instead of adding one.
 	again := generate(t, dir, samplePerf, sampleMicro, text)
 	if strings.Count(again, begin) != 1 || again != text {
@@ -97,7 +103,7 @@ BenchmarkPaired/rep=2/plain-2       	       1	         6.0 cpu-ms/pod	         0
 // does not take them for cases.
 func TestPairedSection(t *testing.T) {
 	text := generate(t, t.TempDir(), samplePerf+samplePaired, "", "")
-	for _, want := range []string{
+	requireContains(t, text,
 		"`BenchmarkPaired`, 2 repetitions",
 		// Extra per repetition: 0.35 and 0.27 → median 0.31.
 		"| realistic | 1.04 (1.03–1.05) | 1.35 (1.30–1.40) | 0.31 (0.27–0.35) | 0.77 (0.75–0.79) | 421 (421–421) | 457 (456–458) |",
@@ -105,12 +111,23 @@ func TestPairedSection(t *testing.T) {
 		"| plain | 0.96 (0.92–0.99) | 1.05 (1.00–1.10) | 0.10 (0.08–0.11) | 0.91 (0.90–0.92) |",
 		// The separate cases' table still has its 3 repetitions.
 		"3 repetitions, cases interleaved",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("section lacks %q:\n%s", want, text)
-		}
-	}
+	)
 	if strings.Contains(text, "| realistic | realistic |") || strings.Contains(text, "BenchmarkPaired/") {
 		t.Errorf("a paired run is listed as a case:\n%s", text)
+	}
+}
+
+// A paired result without a mix is an error naming it, as a separate case
+// without one is, not a row quietly left out.
+func TestPairedNameWithoutCase(t *testing.T) {
+	dir := t.TempDir()
+	perf := filepath.Join(dir, "perf.txt")
+	bad := "BenchmarkPaired/rep=1-2   	       1	         0.75 cycle-ratio\n"
+	if err := os.WriteFile(perf, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := run(filepath.Join(dir, "doc.md"), perf, "", "", "", "", "make bench", "docs/bench", "today", true)
+	if err == nil || !strings.Contains(err.Error(), "BenchmarkPaired/rep=1") {
+		t.Errorf("err = %v, want one naming BenchmarkPaired/rep=1", err)
 	}
 }

@@ -169,11 +169,13 @@ func sampledNote(key string) string {
 	return " (few timings kept)"
 }
 
+// reportOrder is the order a pod meets the reported extension points in.
+var reportOrder = append(slices.Clone(cyclePoints), "PreBind", "Bind", "PostBind")
+
 // pointOrder sorts extension points as a pod meets them; the rest last.
 func pointOrder(p string) int {
-	order := append(slices.Clone(cyclePoints), "PreBind", "Bind", "PostBind")
-	if i := slices.Index(order, p); i >= 0 {
+	if i := slices.Index(reportOrder, p); i >= 0 {
 		return i
 	}
-	return len(order)
+	return len(reportOrder)
 }
