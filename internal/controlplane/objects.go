@@ -18,11 +18,12 @@ import (
 // NodeSpec describes a simulated node: no kubelet runs it, so it is created
 // Ready with the given capacity.
 type NodeSpec struct {
-	Name   string
-	CPU    string // e.g. "4"
-	Memory string // e.g. "32Gi"
-	Pods   string // e.g. "110"
-	Labels map[string]string
+	Name        string
+	CPU         string // e.g. "4"
+	Memory      string // e.g. "32Gi"
+	Pods        string // e.g. "110"
+	Labels      map[string]string
+	Annotations map[string]string
 }
 
 // CreateNode creates a Ready node with capacity = allocatable = spec.
@@ -43,7 +44,7 @@ func (cp *ControlPlane) CreateNode(ctx context.Context, spec NodeSpec) (*corev1.
 		labels[k] = v
 	}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Labels: labels, Annotations: spec.Annotations},
 		Status: corev1.NodeStatus{
 			Capacity:    res,
 			Allocatable: res,

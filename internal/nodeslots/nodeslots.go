@@ -65,6 +65,8 @@ type Table struct {
 	copied int
 	// cycles numbers each column's memo cycles (see Cycle).
 	cycles [maxColumns]atomic.Uint64
+	// facts are the columns' facts about node objects (see WithFact).
+	facts [maxColumns]func(*corev1.Node) bool
 }
 
 // row is a node's values, one per column, each a *T of its column's type;
@@ -125,14 +127,16 @@ type nodeIndex struct {
 }
 
 // entry is one node object's line of the index: the object, a copy of its
-// row's values, written under the table's lock whenever the row's are, and
-// each column's memo word (see Cycle).
+// row's values, written under the table's lock whenever the row's are, each
+// column's memo word (see Cycle), and each column's fact about the object
+// (see WithFact), a bit per column.
 type entry struct {
 	// node is nil for a free entry and tombstone for one taken out.
-	node atomic.Pointer[corev1.Node]
-	vals [maxColumns]unsafe.Pointer
-	memo [maxColumns]atomic.Uint64
-	_    [64 - 8 - maxColumns*16]byte
+	node  atomic.Pointer[corev1.Node]
+	vals  [maxColumns]unsafe.Pointer
+	memo  [maxColumns]atomic.Uint64
+	facts atomic.Uint32
+	_     [64 - 8 - maxColumns*16 - 4]byte
 }
 
 // tombstone keys the entries taken out of an index: of an object replaced by
@@ -171,9 +175,10 @@ func (ix *nodeIndex) find(node *corev1.Node) *entry {
 	}
 }
 
-// insertLocked enters node for r in a free entry, with memo words carried
-// over from an earlier index (nil: none); the index has room.
-func (ix *nodeIndex) insertLocked(node *corev1.Node, r *row, memo *[maxColumns]atomic.Uint64) *entry {
+// insertLocked enters node for r in a free entry, with the columns' facts
+// about it and memo words carried over from an earlier index (nil: none);
+// the index has room.
+func (ix *nodeIndex) insertLocked(node *corev1.Node, r *row, facts uint32, memo *[maxColumns]atomic.Uint64) *entry {
 	mask := uint64(len(ix.entries) - 1)
 	i := ix.first(node)
 	for ix.entries[i].node.Load() != nil {
@@ -186,6 +191,7 @@ func (ix *nodeIndex) insertLocked(node *corev1.Node, r *row, memo *[maxColumns]a
 			e.memo[c].Store(memo[c].Load())
 		}
 	}
+	e.facts.Store(facts)
 	ix.rows[i] = r
 	e.node.Store(node) // last: a reader that sees the key sees the values
 	ix.used++
@@ -209,16 +215,20 @@ func (ix *nodeIndex) dropLocked(r *row) {
 // of is the value in column c of the node whose object the scheduler
 // handed to Filter or Score: from its index entry, or, for an object not
 // seen before, from its row found by name, entering the object.
-func (t *Table) of(node *corev1.Node, c int) unsafe.Pointer {
+// The column's fact about the object comes with it (false when the node
+// has no row).
+func (t *Table) of(node *corev1.Node, c int, fact func(*corev1.Node) bool) (unsafe.Pointer, bool) {
 	if e := t.index.Load().find(node); e != nil {
-		return atomic.LoadPointer(&e.vals[c])
+		return atomic.LoadPointer(&e.vals[c]), e.facts.Load()&(1<<c) != 0
 	}
 	r := t.row(node.Name)
 	if r == nil {
-		return nil
+		return nil, false
 	}
-	t.enter(node, r)
-	return atomic.LoadPointer(&r.vals[c])
+	if e := t.enter(node, r); e != nil {
+		return atomic.LoadPointer(&r.vals[c]), e.facts.Load()&(1<<c) != 0
+	}
+	return atomic.LoadPointer(&r.vals[c]), fact != nil && fact(node)
 }
 
 // enter makes node the object r's index entry is for, in place of the
@@ -226,16 +236,16 @@ func (t *Table) of(node *corev1.Node, c int) unsafe.Pointer {
 // misses and is looked up by name should an older snapshot still hand it
 // out). When the index would be over half full, a new one at least three
 // times the live entries takes its place: rebuilds copy at most two entries
-// per object entered.
-func (t *Table) enter(node *corev1.Node, r *row) {
+// per object entered. It returns node's entry, nil when r left the table.
+func (t *Table) enter(node *corev1.Node, r *row) *entry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if r.gone {
-		return
+		return nil
 	}
 	ix := t.index.Load()
 	if e := ix.find(node); e != nil {
-		return // another reader entered it meanwhile
+		return e // another reader entered it meanwhile
 	}
 	if r.entry != nil {
 		ix.dropLocked(r)
@@ -254,7 +264,7 @@ func (t *Table) enter(node *corev1.Node, r *row) {
 			for i := range ix.entries {
 				e := &ix.entries[i]
 				if n := e.node.Load(); n != nil && n != tombstone {
-					next.insertLocked(n, ix.rows[i], &e.memo)
+					next.insertLocked(n, ix.rows[i], e.facts.Load(), &e.memo)
 				}
 			}
 			t.copied += ix.live
@@ -262,7 +272,18 @@ func (t *Table) enter(node *corev1.Node, r *row) {
 		t.index.Store(next)
 		ix = next
 	}
-	ix.insertLocked(node, r, nil)
+	return ix.insertLocked(node, r, t.factsLocked(node), nil)
+}
+
+// factsLocked works out the columns' facts about node.
+func (t *Table) factsLocked(node *corev1.Node) uint32 {
+	var bits uint32
+	for c, f := range t.facts {
+		if f != nil && f(node) {
+			bits |= 1 << c
+		}
+	}
+	return bits
 }
 
 // addLocked makes node's row.
@@ -330,8 +351,9 @@ func Shared(ctx context.Context, h any) *Table {
 
 // Slots is one plugin's column of a table: a *T per node.
 type Slots[T any] struct {
-	t *Table
-	i int
+	t    *Table
+	i    int
+	fact func(*corev1.Node) bool
 }
 
 // NewSlots adds a column to t. A nil or full table (a profile cannot have
@@ -362,7 +384,41 @@ func (s Slots[T]) Get(node string) *T {
 // or Score, nil when there is none: Get without reading the node's name once
 // the object has been seen.
 func (s Slots[T]) Of(node *corev1.Node) *T {
-	return (*T)(s.t.of(node, s.i))
+	v, _ := s.t.of(node, s.i, nil)
+	return (*T)(v)
+}
+
+// WithFact is the column with a fact about node objects that its plugin
+// reads in Filter or Score: worked out once per object, when the object is
+// entered in the node index, and read beside the value (OfFact) from the
+// line the value is read from. A plugin that looked at a node's annotations
+// for every pod on every node read the annotation map's lines and its keys'
+// bytes each time, cache misses the index line does not cost. Exact because
+// the scheduler never changes a node object it handed out: a change comes as
+// a new object, entered afresh. fact must be quick and must not block (it
+// runs under the table's lock). Call it before the plugin serves: objects
+// entered earlier are entered again, so their memo words are lost.
+func (s Slots[T]) WithFact(fact func(*corev1.Node) bool) Slots[T] {
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	s.t.facts[s.i] = fact
+	s.fact = fact
+	if ix := s.t.index.Load(); ix != nil {
+		for _, r := range ix.rows {
+			if r != nil {
+				r.entry = nil
+			}
+		}
+		s.t.index.Store(nil)
+	}
+	return s
+}
+
+// OfFact is Of and the column's fact (WithFact) about node; false when the
+// node has no row or the column has no fact.
+func (s Slots[T]) OfFact(node *corev1.Node) (*T, bool) {
+	v, fact := s.t.of(node, s.i, s.fact)
+	return (*T)(v), fact
 }
 
 // Set publishes v (nil: none for now) as node's value. The node keeps its

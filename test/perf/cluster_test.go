@@ -19,6 +19,7 @@ import (
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/internal/schedtest"
 	"github.com/koord-project/koord/internal/topologytest"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
 	"github.com/koord-project/koord/pkg/plugins/koordclient"
@@ -75,13 +76,15 @@ func parallel(n int, f func(i int) error) error {
 func nodeName(i int) string { return fmt.Sprintf("perf-node-%04d", i) }
 
 // buildNodes creates the nodes, each with 4 CPUs (one NUMA node, 2 cores × 2
-// threads), 32 GiB and 110 pods, its numa-info ConfigMap as koordlet would
+// threads), 32 GiB and 110 pods, the six annotations a kubeadm node with a
+// CSI driver and Calico carries, its numa-info ConfigMap as koordlet would
 // publish it, and a fresh NodeMetric at 10–30 percent CPU.
 func buildNodes(ctx context.Context, cp *controlplane.ControlPlane, n int) error {
 	info := topologytest.Linux(1, 1, 2, 2, 32<<30)
 	return parallel(n, func(i int) error {
 		name := nodeName(i)
-		if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: name, CPU: "4", Memory: "32Gi", Pods: "110"}); err != nil {
+		spec := controlplane.NodeSpec{Name: name, CPU: "4", Memory: "32Gi", Pods: "110", Annotations: schedtest.NodeAnnotations(i)}
+		if _, err := cp.CreateNode(ctx, spec); err != nil {
 			return err
 		}
 		if err := cp.PublishNUMAInfo(ctx, name, info); err != nil {

@@ -189,10 +189,11 @@ func BenchmarkPodUpdate(b *testing.B) {
 // MiB of other memory before each pass (not timed), as the API server
 // sharing the caches leaves them in the whole-scheduler benchmark, where
 // each node's lookups are cache misses. annotations=6 gives every node six
-// annotations of the kinds kubelet, kubeadm, a CSI driver and a CNI set,
-// which the look-up of the usage-thresholds annotation reads past;
-// test/perf's nodes carry none. NodeResourcesFit runs the same passes, the
-// in-tree plugin the per-node target is set against.
+// annotations of the kinds kubelet, kubeadm, a CSI driver and a CNI set, as
+// real nodes carry: the plugin must not pay for them per node (it learns
+// whether a node object has the usage-thresholds annotation once per
+// object). NodeResourcesFit runs the same passes, the in-tree plugin the
+// per-node target is set against.
 func BenchmarkFilterPass(b *testing.B) {
 	ctx := context.Background()
 	var other []byte
@@ -203,7 +204,7 @@ func BenchmarkFilterPass(b *testing.B) {
 			ni := benchNode(p, fmt.Sprintf("node-%04d", i))
 			if annotations > 0 {
 				n := ni.Node().DeepCopy()
-				n.Annotations = typicalAnnotations(i)
+				n.Annotations = schedtest.NodeAnnotations(i)
 				ni.SetNode(n)
 			}
 			nodes[i] = ni
@@ -237,18 +238,5 @@ func BenchmarkFilterPass(b *testing.B) {
 				}
 			})
 		}
-	}
-}
-
-// typicalAnnotations are what node i of a kubeadm cluster with a CSI driver
-// and Calico carries: six, none of them Koord's.
-func typicalAnnotations(i int) map[string]string {
-	return map[string]string{
-		"node.alpha.kubernetes.io/ttl":                           "0",
-		"volumes.kubernetes.io/controller-managed-attach-detach": "true",
-		"kubeadm.alpha.kubernetes.io/cri-socket":                 "unix:///run/containerd/containerd.sock",
-		"csi.volume.kubernetes.io/nodeid":                        fmt.Sprintf(`{"ebs.csi.aws.com":"i-%012d"}`, i),
-		"projectcalico.org/IPv4Address":                          fmt.Sprintf("10.0.%d.%d/16", i/256, i%256),
-		"projectcalico.org/IPv4VXLANTunnelAddr":                  fmt.Sprintf("192.168.%d.%d", i/256, i%256),
 	}
 }

@@ -240,7 +240,8 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	}
 	node := nodeInfo.Node()
 	var copied nodeEstimate
-	if !p.cache.estimate(node, &copied) {
+	found, custom := p.cache.estimate(node, &copied)
+	if !found {
 		s.scores.Put(node, 0)
 		return nil // no NodeMetric yet: nothing to judge by
 	}
@@ -253,8 +254,10 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		return nil
 	}
 	usage, prod := p.usageThresholds, p.prodThresholds
-	if custom := p.customThresholds(ctx, node); custom != nil {
-		usage, prod = custom.usage, custom.prod
+	if custom {
+		if t := p.customThresholds(ctx, node); t != nil {
+			usage, prod = t.usage, t.prod
+		}
 	}
 	alloc := nodeInfo.GetAllocatable()
 	// What the node's reservations hold against the pod is counted on
@@ -380,7 +383,7 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 		return v, nil
 	}
 	var copied nodeEstimate
-	if !p.cache.estimate(node, &copied) {
+	if found, _ := p.cache.estimate(node, &copied); !found {
 		return 0, nil
 	}
 	est := &copied

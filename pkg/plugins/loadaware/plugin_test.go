@@ -163,14 +163,26 @@ func TestFilterThresholds(t *testing.T) {
 		t.Errorf("DaemonSet pod filtered: %v", err)
 	}
 
-	// The node annotation overrides the args; a malformed one falls back to them.
-	node.Annotations = map[string]string{extension.AnnotationCustomUsageThresholds: `{"usageThresholds":{"cpu":80}}`}
-	if err := filter(p, big, node); err != nil {
+	// The node annotation overrides the args; a malformed one falls back to
+	// them; without it, the args apply again. Each change comes as a new
+	// node object, as the scheduler hands them out: the plugin learns
+	// whether an object has the annotation once per object.
+	annotated := func(value string) *corev1.Node {
+		n := node.DeepCopy()
+		n.Annotations = map[string]string{extension.AnnotationCustomUsageThresholds: value}
+		return n
+	}
+	if err := filter(p, big, annotated(`{"usageThresholds":{"cpu":80}}`)); err != nil {
 		t.Errorf("node threshold 80%% should admit 68.5%%: %v", err)
 	}
-	node.Annotations[extension.AnnotationCustomUsageThresholds] = `{"usageThresholds":{"cpu":"eighty"}}`
-	if err := filter(p, big, node); err == nil {
+	if err := filter(p, big, annotated(`{"usageThresholds":{"cpu":"eighty"}}`)); err == nil {
 		t.Error("a malformed annotation must fall back to the args (65%)")
+	}
+	if err := filter(p, big, annotated(`{"usageThresholds":{"cpu":80}}`)); err != nil {
+		t.Errorf("node threshold 80%% again should admit 68.5%%: %v", err)
+	}
+	if err := filter(p, big, node.DeepCopy()); err == nil {
+		t.Error("with the annotation gone, the args (65%) must apply again")
 	}
 	// Threshold 0 disables the check.
 	p0 := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
