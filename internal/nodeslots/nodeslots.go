@@ -21,7 +21,9 @@
 // where a Go map read the map's group and then the row, two or three lines
 // that the API server sharing the CPU's caches had evicted since the last
 // cycle. A node object not seen before is looked up by name once and
-// entered.
+// entered. A column may keep a fact about each node object in the entry too
+// (Slots.WithFact), worked out when the object is entered, so a plugin need
+// not read the object itself per pod.
 //
 // Writers serialise on the table's lock; readers see each node's latest
 // value. Rows for new nodes gather in a small map merged into the large one
