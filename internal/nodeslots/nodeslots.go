@@ -394,8 +394,8 @@ func (s Slots[T]) Of(node *corev1.Node) *T {
 // reads in Filter or Score: worked out once per object, when the object is
 // entered in the node index, and read beside the value (OfFact) from the
 // line the value is read from. A plugin that looked at a node's annotations
-// for every pod on every node read the annotation map's lines and its keys'
-// bytes each time, cache misses the index line does not cost. Exact because
+// for every pod on every node read the node object's line and the map's
+// each time, cache misses the index line does not cost. Exact because
 // the scheduler never changes a node object it handed out: a change comes as
 // a new object, entered afresh. fact must be quick and must not block (it
 // runs under the table's lock). Call it before the plugin serves: objects
