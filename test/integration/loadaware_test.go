@@ -82,6 +82,34 @@ func TestLoadAwareAvoidsHotNode(t *testing.T) {
 	}
 }
 
+// Nodes turned away for their load are counted under one reason per
+// resource in the pod's Unschedulable condition (and the FailedScheduling
+// event), however much each is over: the reason carries no figures.
+func TestLoadAwareRejectionsCountedTogether(t *testing.T) {
+	ctx := testContext(t)
+	cp := startControlPlane(t, controlplane.Options{})
+	createNodes(t, ctx, cp, "hot-1", "hot-2", "hot-3")
+	now := time.Now()
+	for node, cpu := range map[string]string{"hot-1": "22", "hot-2": "25", "hot-3": "29"} {
+		if err := cp.ReportNodeMetric(ctx, node, usage(cpu, "16Gi"), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	createPods(t, ctx, cp, "web", 1, "1")
+	if err := cp.WaitForDecisions(ctx, "koord-scheduler", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := cp.Client.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := controlplane.PodUnschedulableMessage(pod)
+	if pod.Spec.NodeName != "" || !strings.Contains(msg, "0/3 nodes are available: 3 node(s) cpu usage over the load threshold.") {
+		t.Fatalf("three nodes at 69, 78 and 91 percent: bound to %q, reason %q", pod.Spec.NodeName, msg)
+	}
+}
+
 // (b) A burst onto two nodes, one slightly busier, within one report
 // interval: without counting the pods just placed, all would pile onto the
 // cooler node; with the estimate they split about evenly.
@@ -127,7 +155,7 @@ func TestLoadAwareStaleThenFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pod.Spec.NodeName != "" || !strings.Contains(controlplane.PodUnschedulableMessage(pod), "node metric of only expired") {
+	if pod.Spec.NodeName != "" || !strings.Contains(controlplane.PodUnschedulableMessage(pod), "1 node(s) with an expired node metric") {
 		t.Fatalf("stale node: bound to %q, reason %q", pod.Spec.NodeName, controlplane.PodUnschedulableMessage(pod))
 	}
 	if err := cp.ReportNodeMetric(ctx, "only", usage("1", "1Gi"), time.Now()); err != nil {

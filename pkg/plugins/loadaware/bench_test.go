@@ -65,6 +65,33 @@ func BenchmarkFilter(b *testing.B) {
 	})
 }
 
+// BenchmarkFilterRejected is one call on one node that turns the pod away,
+// beside NodeResourcesFit turning the same pod away: the path the per-node
+// target covers on every node a pod does not fit.
+func BenchmarkFilterRejected(b *testing.B) {
+	ctx := context.Background()
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(b, nil), nil, clk.now, nil)
+	ni := benchNode(p, "n1")
+	// 20 CPUs: over the load threshold, and more than the 17 the node's
+	// pods leave unrequested.
+	pod := makePod("incoming", rl("20", "2Gi"), nil, 0)
+	plugins := map[string]fwk.Plugin{"LoadAwareScheduling": p, "NodeResourcesFit": schedtest.NewFit(b)}
+	for _, name := range []string{"LoadAwareScheduling", "NodeResourcesFit"} {
+		pl := plugins[name]
+		b.Run(name, func(b *testing.B) {
+			state := framework.NewCycleState()
+			pl.(fwk.PreFilterPlugin).PreFilter(ctx, state, pod, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				if st := pl.(fwk.FilterPlugin).Filter(ctx, state, pod, ni); st.IsSuccess() {
+					b.Fatal("the node admitted a pod over its threshold and its free CPU")
+				}
+			}
+		})
+	}
+}
+
 func BenchmarkScore(b *testing.B) {
 	ctx := context.Background()
 	clk := &clock{t0}

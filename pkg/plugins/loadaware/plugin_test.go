@@ -1,6 +1,7 @@
 package loadaware
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
@@ -153,8 +155,10 @@ func TestFilterThresholds(t *testing.T) {
 	}
 	big := makePod("big", rl("1", "100Mi"), nil, 0) // estimate 850m → 68.5%
 	err := filter(p, big, node)
-	if err == nil || !strings.Contains(err.Error(), "cpu usage would be 68 percent of allocatable, over the 65 percent threshold") {
-		t.Errorf("want a cpu rejection naming both numbers, got %v", err)
+	// The reason is fixed per resource, so that the FailedScheduling event
+	// counts such nodes together.
+	if err == nil || err.Error() != "node(s) cpu usage over the load threshold" {
+		t.Errorf("want a cpu rejection with the fixed reason, got %v", err)
 	}
 	// A DaemonSet pod is never filtered.
 	ds := makePod("ds", rl("1", "100Mi"), nil, 0)
@@ -354,8 +358,16 @@ func TestAggregatedUsage(t *testing.T) {
 		t.Errorf("score uses avg over the longest window: %dm, want 5000m", est.get(0, scoreUsage))
 	}
 	err := filter(p, makePod("p", rl("100m", ""), nil, 0), makeNode("n1", "10", "100Gi"))
-	if err == nil || !strings.Contains(err.Error(), "over the 70 percent threshold") {
-		t.Errorf("aggregated threshold not applied: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "cpu usage over the load threshold") {
+		t.Errorf("80.85%% of p95 usage admitted: %v", err)
+	}
+	// 68.85% is over the args' 65% but under the aggregated 70%: the
+	// aggregated threshold is the one that applies.
+	m = m.DeepCopy()
+	m.Status.NodeMetric.AggregatedNodeUsages[0].Usage[slov1alpha1.P95] = slov1alpha1.ResourceMap{ResourceList: rl("6800m", "2Gi")}
+	p.cache.setMetric("n1", m)
+	if err := filter(p, makePod("p", rl("100m", ""), nil, 0), makeNode("n1", "10", "100Gi")); err != nil {
+		t.Errorf("aggregated threshold (70%%) not applied to 68.85%%: %v", err)
 	}
 }
 
@@ -564,5 +576,26 @@ func TestPlaceholderNotCounted(t *testing.T) {
 	}
 	if err := filter(p, makePod("owner", rl("4", "1Gi"), nil, 0), n); err != nil {
 		t.Errorf("the placeholder's estimate kept a pod off the node: %v", err)
+	}
+}
+
+// A rejection's figures, which the fixed reason leaves out, are logged at
+// verbosity 5, and only then.
+func TestRejectionFiguresLogged(t *testing.T) {
+	p := newPlugin(defaultArgs(t, nil), nil, (&clock{t0}).now, nil)
+	p.cache.setMetric("n1", metric("n1", t0.Add(-10*time.Second), "6", "10Gi"))
+	pod := makePod("big", rl("1", "100Mi"), nil, 0) // 60% + 8.5%
+	for _, v := range []int{4, 5} {
+		var buf bytes.Buffer
+		ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(v), textlogger.Output(&buf))))
+		state := framework.NewCycleState()
+		p.PreFilter(ctx, state, pod, nil)
+		if st := p.Filter(ctx, state, pod, nodeInfo(makeNode("n1", "10", "100Gi"))); st.IsSuccess() {
+			t.Fatal("68.5% admitted under a 65% threshold")
+		}
+		logged := strings.Contains(buf.String(), `usagePercent=68 thresholdPercent=65`)
+		if logged != (v >= 5) {
+			t.Errorf("verbosity %d: figures logged %v; log: %q", v, logged, buf.String())
+		}
 	}
 }

@@ -39,7 +39,7 @@ func TestReservationsCountAsLoad(t *testing.T) {
 	}
 	// 40% measured + 8.5% pod + 17% held (2000m × 85%) = 65.5% > 65%.
 	heldScore, err := run(&reservationtest.Holds{HeldBy: []reservation.Hold{r}})
-	if err == nil || !strings.Contains(err.Error(), "cpu usage would be 65 percent") {
+	if err == nil || !strings.Contains(err.Error(), "cpu usage over the load threshold") {
 		t.Errorf("a stranger beside a 2-CPU reservation: %v, want a cpu rejection", err)
 	}
 	ownScore, err := run(&reservationtest.Holds{Use: &r})
