@@ -331,7 +331,7 @@ func hasAny(v []int64) bool {
 // are ("Insufficient cpu"): kube-scheduler's FailedScheduling event counts
 // the nodes per reason, and figures in the reason made one entry per figure
 // (hundreds on a large cluster). Formatting them also cost every rejected
-// node three allocations and more time than NodeResourcesFit's whole
+// node two more allocations, and more time than NodeResourcesFit's whole
 // rejection. The figures go to the log at verbosity 5. No '%' in a reason:
 // kube-scheduler uses it as the format string of the event.
 const (
