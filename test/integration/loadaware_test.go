@@ -48,6 +48,19 @@ func createNodes(t *testing.T, ctx context.Context, cp *controlplane.ControlPlan
 	}
 }
 
+// loadedNodes creates the nodes, each with a fresh NodeMetric at the given
+// CPU usage and 16Gi of memory.
+func loadedNodes(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, cpuByNode map[string]string) {
+	t.Helper()
+	now := time.Now()
+	for node, cpu := range cpuByNode {
+		createNodes(t, ctx, cp, node)
+		if err := cp.ReportNodeMetric(ctx, node, usage(cpu, "16Gi"), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func createPods(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, prefix string, n int, cpu string) {
 	t.Helper()
 	for i := 0; i < n; i++ {
@@ -61,13 +74,7 @@ func createPods(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane
 func TestLoadAwareAvoidsHotNode(t *testing.T) {
 	ctx := testContext(t)
 	cp := startControlPlane(t, controlplane.Options{})
-	createNodes(t, ctx, cp, "hot", "cool-1", "cool-2")
-	now := time.Now()
-	for node, cpu := range map[string]string{"hot": "28800m", "cool-1": "3", "cool-2": "3"} {
-		if err := cp.ReportNodeMetric(ctx, node, usage(cpu, "16Gi"), now); err != nil {
-			t.Fatal(err)
-		}
-	}
+	loadedNodes(t, ctx, cp, map[string]string{"hot": "28800m", "cool-1": "3", "cool-2": "3"})
 	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
 	createPods(t, ctx, cp, "web", 30, "100m")
 	if err := cp.WaitForDecisions(ctx, "koord-scheduler", time.Minute); err != nil {
@@ -88,13 +95,7 @@ func TestLoadAwareAvoidsHotNode(t *testing.T) {
 func TestLoadAwareRejectionsCountedTogether(t *testing.T) {
 	ctx := testContext(t)
 	cp := startControlPlane(t, controlplane.Options{})
-	createNodes(t, ctx, cp, "hot-1", "hot-2", "hot-3")
-	now := time.Now()
-	for node, cpu := range map[string]string{"hot-1": "22", "hot-2": "25", "hot-3": "29"} {
-		if err := cp.ReportNodeMetric(ctx, node, usage(cpu, "16Gi"), now); err != nil {
-			t.Fatal(err)
-		}
-	}
+	loadedNodes(t, ctx, cp, map[string]string{"hot-1": "22", "hot-2": "25", "hot-3": "29"})
 	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
 	createPods(t, ctx, cp, "web", 1, "1")
 	if err := cp.WaitForDecisions(ctx, "koord-scheduler", time.Minute); err != nil {
@@ -116,14 +117,7 @@ func TestLoadAwareRejectionsCountedTogether(t *testing.T) {
 func TestLoadAwareBurstSplits(t *testing.T) {
 	ctx := testContext(t)
 	cp := startControlPlane(t, controlplane.Options{})
-	createNodes(t, ctx, cp, "a", "b")
-	now := time.Now()
-	if err := cp.ReportNodeMetric(ctx, "a", usage("3", "16Gi"), now); err != nil {
-		t.Fatal(err)
-	}
-	if err := cp.ReportNodeMetric(ctx, "b", usage("4", "16Gi"), now); err != nil {
-		t.Fatal(err)
-	}
+	loadedNodes(t, ctx, cp, map[string]string{"a": "3", "b": "4"})
 	startScheduler(t, ctx, cp, loadAwareOnlyConfig("{}"))
 	createPods(t, ctx, cp, "burst", 20, "1")
 	if err := cp.WaitForDecisions(ctx, "koord-scheduler", time.Minute); err != nil {
