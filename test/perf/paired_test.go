@@ -116,11 +116,18 @@ func cycleMs(points map[string]float64) float64 {
 func filterOwnMs(own map[string]float64) float64 {
 	var total float64
 	for k, v := range own {
-		if strings.HasSuffix(k, "/PreFilter") || strings.HasSuffix(k, "/Filter") {
+		if filterPoint(k) {
 			total += v
 		}
 	}
 	return total
+}
+
+// filterPoint says whether a "plugin/extension point" key is at PreFilter or
+// Filter, the points whose timings the scheduler always keeps (see
+// BenchmarkPaired).
+func filterPoint(key string) bool {
+	return strings.HasSuffix(key, "/PreFilter") || strings.HasSuffix(key, "/Filter")
 }
 
 // reportPaired prints, per mix, both profiles' time per pod in each
@@ -163,7 +170,7 @@ func reportPaired(b *testing.B, rep int, results []result) {
 // sampledNote marks the points whose timings the scheduler mostly drops (see
 // BenchmarkPaired): absent from some runs, from few cycles in the others.
 func sampledNote(key string) string {
-	if strings.HasSuffix(key, "/PreFilter") || strings.HasSuffix(key, "/Filter") {
+	if filterPoint(key) {
 		return ""
 	}
 	return " (few timings kept)"

@@ -355,10 +355,3 @@ func (c *usageCache) estimate(node *corev1.Node, e *nodeEstimate) (ok, custom bo
 	slot.load(e, len(c.resources))
 	return true, custom
 }
-
-// hasCustomThresholds is the fact the node table keeps per node object for
-// estimate.
-func hasCustomThresholds(node *corev1.Node) bool {
-	_, ok := node.Annotations[extension.AnnotationCustomUsageThresholds]
-	return ok
-}
