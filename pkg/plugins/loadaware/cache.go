@@ -214,9 +214,9 @@ func (c *usageCache) removeLocked(uid types.UID) {
 }
 
 // forgetIfUnused drops a node the cache holds nothing for any more (no
-// metric, no pods, no thresholds annotation), and frees its slot.
+// metric, no pods), and frees its slot.
 func (c *usageCache) forgetIfUnused(n *nodeState) {
-	if n.metric != nil || len(n.pods) > 0 || n.thresholdsRaw != "" {
+	if n.metric != nil || len(n.pods) > 0 {
 		return
 	}
 	delete(c.nodes, n.name)

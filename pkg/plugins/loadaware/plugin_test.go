@@ -448,6 +448,26 @@ func TestMalformedThresholdsReportedOnce(t *testing.T) {
 	}
 }
 
+// A node's parsed thresholds do not keep its state alive: once its metric
+// and pods are gone (the node was deleted), the cache forgets it.
+func TestThresholdsForgottenWithNode(t *testing.T) {
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
+	p.cache.setMetric("n1", metric("n1", t0, "1", "1Gi"))
+	node := makeNode("n1", "10", "100Gi")
+	node.Annotations = map[string]string{extension.AnnotationCustomUsageThresholds: `{"usageThresholds":{"cpu":80}}`}
+	if err := filter(p, makePod("p", rl("100m", ""), nil, 0), node); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.cache.nodes["n1"]; n == nil || n.thresholdsParsed == nil {
+		t.Fatal("the node's thresholds should be parsed and kept while it has a metric")
+	}
+	p.cache.setMetric("n1", nil)
+	if len(p.cache.nodes) != 0 {
+		t.Errorf("the cache kept %d node(s) after the metric went", len(p.cache.nodes))
+	}
+}
+
 // After a restart the pod informer replays every assigned pod: their bind
 // time comes from PodScheduled, so pods the last metric already reflects are
 // not estimated again, and recent ones are.

@@ -34,7 +34,10 @@ func hasCustomThresholds(node *corev1.Node) bool {
 // customThresholds returns the thresholds of the node's usage-thresholds
 // annotation, nil when it has none or it is malformed (the plugin args apply
 // then; a malformed value is logged and reported as an event once per value).
-// Parsing happens only when the annotation changes.
+// Parsing happens only when the annotation changes. The parse is kept with
+// the node's state, which the metric and pods keep alive, not the
+// annotation: it is only ever asked for on a node with a metric, and a
+// state kept for it would outlive the node.
 func (p *Plugin) customThresholds(ctx context.Context, node *corev1.Node) *nodeThresholds {
 	raw, ok := node.Annotations[extension.AnnotationCustomUsageThresholds]
 	if !ok {
@@ -72,8 +75,9 @@ func (p *Plugin) customThresholds(ctx context.Context, node *corev1.Node) *nodeT
 		}
 	}
 	c.mu.Lock()
-	n = c.node(node.Name)
-	n.thresholdsRaw, n.thresholdsParsed = raw, parsed
+	if n := c.nodes[node.Name]; n != nil {
+		n.thresholdsRaw, n.thresholdsParsed = raw, parsed
+	}
 	c.mu.Unlock()
 	return parsed
 }
