@@ -3,11 +3,13 @@ package perf
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	kubeschedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 )
 
 // The two profiles of a paired run, by schedulerName: stock kube-scheduler's
@@ -48,12 +50,22 @@ var pairedMixes = []*mix{&realistic, &plain, &binding}
 // extra in Filter is the framework's work for more plugins, and the nodes
 // Koord's profile filters beyond stock's where it turns some away.
 // Sizes, KOORD_PERF_REPETITIONS and KOORD_PERF_REPORT as BenchmarkScheduler;
-// KOORD_PERF_CASES picks by "paired/<mix>".
+// KOORD_PERF_CASES picks by "paired/<mix>". KOORD_PERF_FLOOR pairs stock
+// with the floor profile instead of Koord's (see floorPlugins), its metrics
+// named floor-… for koord-….
 func BenchmarkPaired(b *testing.B) {
 	sz, pick := fromEnv(b)
 	cfg, err := schedulerConfig(namedProfile{stockProfile, nil}, namedProfile{koordProfile, allPlugins})
 	if err != nil {
 		b.Fatal(err)
+	}
+	label, prefix := "Koord", "koord"
+	var opts []kubeschedulerapp.Option
+	if os.Getenv("KOORD_PERF_FLOOR") != "" {
+		if cfg, err = floorConfig(); err != nil {
+			b.Fatal(err)
+		}
+		label, prefix, opts = "floor", "floor", floorOptions()
 	}
 	for rep := 1; rep <= envInt("KOORD_PERF_REPETITIONS", 1); rep++ {
 		var results []result
@@ -63,24 +75,26 @@ func BenchmarkPaired(b *testing.B) {
 				continue
 			}
 			b.Run(fmt.Sprintf("rep=%d/%s", rep, m.name), func(b *testing.B) {
-				r := runCase(b, name, cfg, m.alternating(), m.sized(sz))
+				r := runCase(b, name, cfg, m.alternating(), m.sized(sz), opts...)
 				stock, koord := cycleMs(r.cycles[stockProfile]), cycleMs(r.cycles[koordProfile])
 				if stock == 0 || koord == 0 {
-					b.Fatalf("%s: scheduling cycle %.3f ms (stock), %.3f ms (Koord): a profile scheduled nothing", name, stock, koord)
+					b.Fatalf("%s: scheduling cycle %.3f ms (stock), %.3f ms (%s): a profile scheduled nothing", name, stock, koord, label)
 				}
 				results = append(results, r)
 				b.ReportMetric(stock, "stock-cycle-ms")
-				b.ReportMetric(koord, "koord-cycle-ms")
+				b.ReportMetric(koord, prefix+"-cycle-ms")
 				b.ReportMetric(stock/koord, "cycle-ratio")
-				b.ReportMetric(filterOwnMs(r.own), "koord-filter-own-ms")
+				if prefix == "koord" {
+					b.ReportMetric(filterOwnMs(r.own), "koord-filter-own-ms")
+				}
 				b.ReportMetric(r.searchedBy[stockProfile], "stock-filtered-nodes/pod")
-				b.ReportMetric(r.searchedBy[koordProfile], "koord-filtered-nodes/pod")
+				b.ReportMetric(r.searchedBy[koordProfile], prefix+"-filtered-nodes/pod")
 				b.ReportMetric(r.avg, "pods/s")
 				b.ReportMetric(r.cpuMs, "cpu-ms/pod")
 				b.ReportMetric(0, "ns/op")
 			})
 		}
-		reportPaired(b, rep, results)
+		reportPaired(b, rep, label, results)
 	}
 }
 
@@ -132,12 +146,12 @@ func filterPoint(key string) bool {
 
 // reportPaired prints, per mix, both profiles' time per pod in each
 // extension point and the cycle's ratio, and appends it to
-// $KOORD_PERF_REPORT.
-func reportPaired(b *testing.B, rep int, results []result) {
+// $KOORD_PERF_REPORT; label names the second profile (Koord, floor).
+func reportPaired(b *testing.B, rep int, label string, results []result) {
 	if len(results) == 0 {
 		return
 	}
-	out := "\nBoth profiles in one scheduler: time per scheduled pod in each extension point, ms (mean); the cycle is " + fmt.Sprint(cyclePoints) + ", its ratio stock / Koord.\n\n| mix | point | stock | Koord |\n|---|---|---|---|\n"
+	out := fmt.Sprintf("\nBoth profiles in one scheduler: time per scheduled pod in each extension point, ms (mean); the cycle is %v, its ratio stock / %s.\n\n| mix | point | stock | %s |\n|---|---|---|---|\n", cyclePoints, label, label)
 	for _, r := range results {
 		var points []string
 		for p := range r.cycles[koordProfile] {
@@ -164,7 +178,11 @@ func reportPaired(b *testing.B, rep int, results []result) {
 		stock, koord := cycleMs(r.cycles[stockProfile]), cycleMs(r.cycles[koordProfile])
 		out += fmt.Sprintf("| %s | **cycle** | **%.3f** | **%.3f** (ratio %.2f) |\n", r.mix, stock, koord, stock/koord)
 	}
-	publish(b, fmt.Sprintf("Paired repetition %d", rep), out)
+	title := fmt.Sprintf("Paired repetition %d", rep)
+	if label != "Koord" {
+		title += ", " + label
+	}
+	publish(b, title, out)
 }
 
 // sampledNote marks the points whose timings the scheduler mostly drops (see

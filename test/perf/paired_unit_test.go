@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/utils/ptr"
@@ -112,5 +114,54 @@ func TestFilterOwnMs(t *testing.T) {
 	own := map[string]float64{"LoadAwareScheduling/Filter": 0.3, "LoadAwareScheduling/PreFilter": 0.02, "NodeNUMAResource/Filter": 0.05, "LoadAwareScheduling/Score": 0.1, "Reservation/PreScore": 0.01}
 	if got := filterOwnMs(own); math.Abs(got-0.37) > 1e-9 {
 		t.Errorf("own time in PreFilter and Filter %v ms, want 0.37", got)
+	}
+}
+
+// The floor configuration loads as koord-scheduler loads its own, with
+// stock's profile as in a paired run and, under Koord's schedulerName,
+// stock's with the three floor plugins and no Koord plugin; of those, only
+// the filter-only one skips Score.
+func TestFloorConfig(t *testing.T) {
+	cfg, err := floorConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.ValidateConfigFile(path); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := options.LoadConfigFromFile(klog.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(loaded.Profiles) != 2 {
+		t.Fatalf("%d profiles, want 2", len(loaded.Profiles))
+	}
+	for _, p := range loaded.Profiles {
+		var enabled []string
+		for _, set := range []schedconfig.PluginSet{p.Plugins.MultiPoint, p.Plugins.PreFilter, p.Plugins.Filter, p.Plugins.Score, p.Plugins.Bind} {
+			for _, pl := range set.Enabled {
+				enabled = append(enabled, pl.Name)
+			}
+		}
+		for _, koord := range allPlugins {
+			if slices.Contains(enabled, koord) {
+				t.Errorf("profile %s enables %s", p.SchedulerName, koord)
+			}
+		}
+		for _, f := range floorPlugins {
+			if has := slices.Contains(enabled, f.name); has != (p.SchedulerName == koordProfile) {
+				t.Errorf("profile %s: %s enabled %v", p.SchedulerName, f.name, has)
+			}
+		}
+	}
+	for _, f := range floorPlugins {
+		pl := &floorPlugin{name: f.name, score: f.score}
+		if skipped := pl.PreScore(context.Background(), nil, nil, nil).Code() == fwk.Skip; skipped == f.score {
+			t.Errorf("%s: Score skipped %v, want %v", f.name, skipped, !f.score)
+		}
 	}
 }

@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	kubeschedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"sigs.k8s.io/yaml"
 
 	"github.com/koord-project/koord/internal/controlplane"
@@ -249,7 +250,7 @@ func caseIndex(name string) int {
 
 // runCase schedules sz's pods of m with the scheduler configuration cfg on a
 // new cluster, and measures the measured phase.
-func runCase(b *testing.B, name string, cfg []byte, m *mix, sz size) result {
+func runCase(b *testing.B, name string, cfg []byte, m *mix, sz size, opts ...kubeschedulerapp.Option) result {
 	for b.Loop() {
 		// One iteration (-benchtime=1x); the loop is what testing wants.
 	}
@@ -279,7 +280,7 @@ func runCase(b *testing.B, name string, cfg []byte, m *mix, sz size) result {
 	if err := buildReservations(ctx, koord, owners, sz.nodes); err != nil {
 		b.Fatal(err)
 	}
-	sched, err := cp.StartScheduler(ctx, cfg)
+	sched, err := cp.StartScheduler(ctx, cfg, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -395,11 +396,13 @@ func runCase(b *testing.B, name string, cfg []byte, m *mix, sz size) result {
 		}
 	}
 	r.cycles, r.searchedBy = map[string]map[string]float64{}, map[string]float64{}
+	scheduledBy := map[string]float64{}
 	for _, prof := range after.labelValues(names[1], "profile") {
 		scheduled := afterCounts.sum(beforeCounts, counted[1], "profile="+prof, "result=scheduled")
 		if scheduled == 0 {
 			continue
 		}
+		scheduledBy[prof] = scheduled
 		r.searchedBy[prof] = afterCounts.most(beforeCounts, counted[0], "extension_point=Filter", "profile="+prof) / scheduled
 		per := map[string]float64{}
 		for _, point := range after.labelValues(names[1], "extension_point") {
@@ -419,10 +422,9 @@ func runCase(b *testing.B, name string, cfg []byte, m *mix, sz size) result {
 			}
 			// A Koord plugin runs in one profile: its calls per pod are
 			// per pod of that profile.
-			for prof := range r.searchedBy {
+			for prof, scheduled := range scheduledBy {
 				calls := afterCounts.sum(beforeCounts, counted[0], "plugin="+plugin, "extension_point="+point, "profile="+prof)
 				if calls > 0 {
-					scheduled := afterCounts.sum(beforeCounts, counted[1], "profile="+prof, "result=scheduled")
 					r.own[plugin+"/"+point] = d.sum / float64(d.total) * calls / scheduled * 1000
 				}
 			}
