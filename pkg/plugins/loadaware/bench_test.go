@@ -190,19 +190,15 @@ func BenchmarkPodUpdate(b *testing.B) {
 }
 
 // BenchmarkFilterPass is one pod's PreFilter and Filter over 1000 nodes, as
-// kube-scheduler runs them for a pod. caches=warm leaves the nodes' data in
-// the CPU's caches, as BenchmarkCycle1000Nodes does; caches=cold writes 64
-// MiB of other memory before each pass (not timed), as the API server
-// sharing the caches leaves them in the whole-scheduler benchmark, where
-// each node's lookups are cache misses. annotations=6 gives every node six
+// kube-scheduler runs them for a pod, with warm caches (as
+// BenchmarkCycle1000Nodes) and cold ones (schedtest.FilterPasses).
+// annotations=6 gives every node six
 // annotations of the kinds kubelet, kubeadm, a CSI driver and a CNI set, as
 // real nodes carry: the plugin must not pay for them per node (it learns
 // whether a node object has the usage-thresholds annotation once per
 // object). NodeResourcesFit runs the same passes, the in-tree plugin the
 // per-node target is set against.
 func BenchmarkFilterPass(b *testing.B) {
-	ctx := context.Background()
-	var other []byte
 	for _, annotations := range []int{0, 6} {
 		p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now, nil)
 		nodes := make([]fwk.NodeInfo, 1000)
@@ -216,33 +212,6 @@ func BenchmarkFilterPass(b *testing.B) {
 			nodes[i] = ni
 		}
 		pod := makePod("incoming", rl("1", "2Gi"), nil, 0)
-		plugins := map[string]fwk.Plugin{"LoadAwareScheduling": p, "NodeResourcesFit": schedtest.NewFit(b)}
-		for _, run := range []struct{ plugin, caches string }{
-			{"LoadAwareScheduling", "warm"}, {"LoadAwareScheduling", "cold"}, {"NodeResourcesFit", "warm"}, {"NodeResourcesFit", "cold"},
-		} {
-			pl, caches := plugins[run.plugin], run.caches
-			b.Run(fmt.Sprintf("annotations=%d/caches=%s/%s", annotations, caches, run.plugin), func(b *testing.B) {
-				if caches == "cold" && other == nil {
-					other = make([]byte, 64<<20)
-				}
-				b.ReportAllocs()
-				for b.Loop() {
-					if caches == "cold" {
-						b.StopTimer()
-						for i := 0; i < len(other); i += 64 {
-							other[i]++
-						}
-						b.StartTimer()
-					}
-					state := framework.NewCycleState()
-					pl.(fwk.PreFilterPlugin).PreFilter(ctx, state, pod, nodes)
-					for _, ni := range nodes {
-						if st := pl.(fwk.FilterPlugin).Filter(ctx, state, pod, ni); !st.IsSuccess() {
-							b.Fatal(st.AsError())
-						}
-					}
-				}
-			})
-		}
+		schedtest.FilterPasses(b, fmt.Sprintf("annotations=%d/", annotations), []fwk.Plugin{p, schedtest.NewFit(b)}, pod, nodes)
 	}
 }
