@@ -3,28 +3,50 @@ package perf
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	kubeschedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"sigs.k8s.io/yaml"
+
+	"github.com/koord-project/koord/apis/extension"
 )
 
 // The framework's price for Koord's plugins, apart from their work: with
 // KOORD_PERF_FLOOR set, BenchmarkPaired pairs stock's profile with stock's
-// plus three plugins that do no work, in place of Koord's. They have the
-// extension points Koord's plugins run for a pod that binds CPUs: all three
-// PreFilter (writing their cycle state) and Filter every node; two Score it
-// (LoadAwareScheduling, NodeNUMAResource) and the third skips Score at
-// PreScore (Reservation, for a pod owning no reservation). So the binding
-// mix's ratio against this profile is the most its plugins could reach if
-// their own work cost nothing and they turned no node away. Measuring only:
-// the scheduler is never shipped with these.
-var floorPlugins = []struct {
-	name  string
-	score bool
-}{{"FloorScoredA", true}, {"FloorScoredB", true}, {"FloorFilterOnly", false}}
+// plus three plugins that do no work, in place of Koord's. Each takes part
+// in a pod's cycle as the Koord plugin it stands for does for test/perf's
+// pods: at the same extension points, skipping the same ones. So a mix's
+// cycle ratio against this profile is the most Koord's profile could reach
+// if its plugins' own work cost nothing and they turned no node away.
+// Measuring only: the scheduler is never shipped with these.
+var floorPlugins = []floorPlugin{
+	// LoadAwareScheduling filters and scores every pod (DaemonSet pods
+	// aside, which test/perf has none of).
+	{name: "FloorLikeLoadAware", filters: always, scores: always},
+	// Reservation filters every pod while reservations hold resources, as
+	// they do throughout test/perf, and scores only their owners.
+	{name: "FloorLikeReservation", filters: always, scores: ownsReservation},
+	// NodeNUMAResource skips pods that bind no CPUs at PreFilter, and
+	// their Score at PreScore.
+	{name: "FloorLikeNUMA", filters: bindsCPUs, scores: bindsCPUs},
+}
+
+func always(*corev1.Pod) bool { return true }
+
+// ownsReservation: test/perf's reservations are owned by app=reserved-<i>.
+func ownsReservation(pod *corev1.Pod) bool {
+	return strings.HasPrefix(pod.Labels["app"], "reserved-")
+}
+
+// bindsCPUs: test/perf's binding pods say so in resource-spec; none of its
+// other pods is LSE or LSR, or on a node with a cpu-bind-policy.
+func bindsCPUs(pod *corev1.Pod) bool {
+	_, ok := pod.Annotations[extension.AnnotationResourceSpec]
+	return ok
+}
 
 // floorConfig is the paired configuration with the floor profile in place
 // of Koord's, under the same schedulerName.
@@ -58,9 +80,9 @@ func floorConfig() ([]byte, error) {
 // floorOptions registers the floor plugins with the scheduler.
 func floorOptions() []kubeschedulerapp.Option {
 	var out []kubeschedulerapp.Option
-	for _, f := range floorPlugins {
-		pl := &floorPlugin{name: f.name, score: f.score}
-		out = append(out, kubeschedulerapp.WithPlugin(f.name, func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+	for i := range floorPlugins {
+		pl := &floorPlugins[i]
+		out = append(out, kubeschedulerapp.WithPlugin(pl.name, func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 			return pl, nil
 		}))
 	}
@@ -68,10 +90,10 @@ func floorOptions() []kubeschedulerapp.Option {
 }
 
 // floorPlugin takes part in a cycle as a Koord plugin does, and decides
-// nothing.
+// nothing: filters and scores say for which pods it runs Filter and Score.
 type floorPlugin struct {
-	name  string
-	score bool
+	name            string
+	filters, scores func(*corev1.Pod) bool
 }
 
 var (
@@ -87,7 +109,10 @@ func (floorState) Clone() fwk.StateData { return floorState{} }
 
 func (p *floorPlugin) Name() string { return p.name }
 
-func (p *floorPlugin) PreFilter(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *floorPlugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if !p.filters(pod) {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
 	cs.Write(fwk.StateKey(p.name), floorState{})
 	return nil, nil
 }
@@ -98,8 +123,8 @@ func (p *floorPlugin) Filter(context.Context, fwk.CycleState, *corev1.Pod, fwk.N
 	return nil
 }
 
-func (p *floorPlugin) PreScore(context.Context, fwk.CycleState, *corev1.Pod, []fwk.NodeInfo) *fwk.Status {
-	if !p.score {
+func (p *floorPlugin) PreScore(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	if !p.scores(pod) {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	return nil

@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
 	"github.com/koord-project/koord/cmd/koord-scheduler/app"
@@ -119,8 +121,7 @@ func TestFilterOwnMs(t *testing.T) {
 
 // The floor configuration loads as koord-scheduler loads its own, with
 // stock's profile as in a paired run and, under Koord's schedulerName,
-// stock's with the three floor plugins and no Koord plugin; of those, only
-// the filter-only one skips Score.
+// stock's with the three floor plugins and no Koord plugin.
 func TestFloorConfig(t *testing.T) {
 	cfg, err := floorConfig()
 	if err != nil {
@@ -158,10 +159,34 @@ func TestFloorConfig(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range floorPlugins {
-		pl := &floorPlugin{name: f.name, score: f.score}
-		if skipped := pl.PreScore(context.Background(), nil, nil, nil).Code() == fwk.Skip; skipped == f.score {
-			t.Errorf("%s: Score skipped %v, want %v", f.name, skipped, !f.score)
+	// Each floor plugin runs Filter and Score for the pods of each mix as the
+	// Koord plugin it stands for does.
+	plain, owner, binding := realistic.pod("ns", 3), realistic.pod("ns", 10), realistic.pod("ns", 1)
+	for _, tc := range []struct {
+		plugin                string
+		pod                   *corev1.Pod
+		wantFilter, wantScore bool
+	}{
+		{"FloorLikeLoadAware", plain, true, true},
+		{"FloorLikeLoadAware", binding, true, true},
+		{"FloorLikeReservation", plain, true, false},
+		{"FloorLikeReservation", owner, true, true},
+		{"FloorLikeReservation", binding, true, false},
+		{"FloorLikeNUMA", plain, false, false},
+		{"FloorLikeNUMA", owner, false, false},
+		{"FloorLikeNUMA", binding, true, true},
+	} {
+		i := slices.IndexFunc(floorPlugins, func(f floorPlugin) bool { return f.name == tc.plugin })
+		if i < 0 {
+			t.Fatalf("no floor plugin %s", tc.plugin)
+		}
+		pl := &floorPlugins[i]
+		_, st := pl.PreFilter(context.Background(), framework.NewCycleState(), tc.pod, nil)
+		if filters := st.Code() != fwk.Skip; filters != tc.wantFilter {
+			t.Errorf("%s, pod %s: Filter runs %v, want %v", tc.plugin, tc.pod.Name, filters, tc.wantFilter)
+		}
+		if scores := pl.PreScore(context.Background(), nil, tc.pod, nil).Code() != fwk.Skip; scores != tc.wantScore {
+			t.Errorf("%s, pod %s: Score runs %v, want %v", tc.plugin, tc.pod.Name, scores, tc.wantScore)
 		}
 	}
 }

@@ -192,12 +192,11 @@ func BenchmarkPodUpdate(b *testing.B) {
 // BenchmarkFilterPass is one pod's PreFilter and Filter over 1000 nodes, as
 // kube-scheduler runs them for a pod, with warm caches (as
 // BenchmarkCycle1000Nodes) and cold ones (schedtest.FilterPasses).
-// annotations=6 gives every node six
-// annotations of the kinds kubelet, kubeadm, a CSI driver and a CNI set, as
-// real nodes carry: the plugin must not pay for them per node (it learns
-// whether a node object has the usage-thresholds annotation once per
-// object). NodeResourcesFit runs the same passes, the in-tree plugin the
-// per-node target is set against.
+// annotations=6 gives every node six annotations of the kinds kubelet,
+// kubeadm, a CSI driver and a CNI set, as real nodes carry: the plugin must
+// not pay for them per node (it learns whether a node object has the
+// usage-thresholds annotation once per object). NodeResourcesFit runs the
+// same passes, the in-tree plugin the per-node target is set against.
 func BenchmarkFilterPass(b *testing.B) {
 	for _, annotations := range []int{0, 6} {
 		p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now, nil)

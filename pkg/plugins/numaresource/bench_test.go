@@ -232,5 +232,10 @@ func BenchmarkFilterPass(b *testing.B) {
 	pod := withQoS(lsr("incoming", "1", "128Mi", map[string]string{extension.AnnotationResourceSpec: `{"preferredCPUBindPolicy":"SpreadByPCPUs"}`}), "LS")
 	// The first pass builds the views; the passes measured find them built.
 	f.cycle(pod)
+	for _, nd := range nodes {
+		if view, _ := f.p.state.View(nd.Name); view == nil || f.p.state.Built(nd) != view {
+			b.Fatalf("%s: the pod's first pass built no view, so the passes would not measure the binding path", nd.Name)
+		}
+	}
 	schedtest.FilterPasses(b, "", []fwk.Plugin{f.p, schedtest.NewFit(b)}, pod, infos)
 }
