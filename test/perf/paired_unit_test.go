@@ -20,14 +20,10 @@ import (
 	"github.com/koord-project/koord/cmd/koord-scheduler/app"
 )
 
-// A paired run's configuration loads as koord-scheduler loads its own, and
-// holds stock kube-scheduler's profile, without any Koord plugin, beside the
-// shipped Koord profile with all of them.
-func TestPairedConfig(t *testing.T) {
-	cfg, err := schedulerConfig(namedProfile{stockProfile, nil}, namedProfile{koordProfile, allPlugins})
-	if err != nil {
-		t.Fatal(err)
-	}
+// enabledByProfile loads cfg as koord-scheduler loads its own and names
+// the plugins each of its two profiles enables, by schedulerName.
+func enabledByProfile(t *testing.T, cfg []byte) map[string][]string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, cfg, 0o644); err != nil {
 		t.Fatal(err)
@@ -42,16 +38,30 @@ func TestPairedConfig(t *testing.T) {
 	if len(loaded.Profiles) != 2 {
 		t.Fatalf("%d profiles, want 2", len(loaded.Profiles))
 	}
+	out := map[string][]string{}
 	for _, p := range loaded.Profiles {
-		var enabled []string
+		out[p.SchedulerName] = []string{}
 		for _, set := range []schedconfig.PluginSet{p.Plugins.MultiPoint, p.Plugins.PreFilter, p.Plugins.Filter, p.Plugins.Score, p.Plugins.Reserve, p.Plugins.Bind} {
 			for _, pl := range set.Enabled {
-				enabled = append(enabled, pl.Name)
+				out[p.SchedulerName] = append(out[p.SchedulerName], pl.Name)
 			}
 		}
+	}
+	return out
+}
+
+// A paired run's configuration loads as koord-scheduler loads its own, and
+// holds stock kube-scheduler's profile, without any Koord plugin, beside the
+// shipped Koord profile with all of them.
+func TestPairedConfig(t *testing.T) {
+	cfg, err := schedulerConfig(namedProfile{stockProfile, nil}, namedProfile{koordProfile, allPlugins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, enabled := range enabledByProfile(t, cfg) {
 		for _, koord := range allPlugins {
 			has := slices.Contains(enabled, koord)
-			switch p.SchedulerName {
+			switch name {
 			case stockProfile:
 				if has {
 					t.Errorf("stock profile enables %s", koord)
@@ -61,7 +71,7 @@ func TestPairedConfig(t *testing.T) {
 					t.Errorf("Koord profile lacks %s", koord)
 				}
 			default:
-				t.Errorf("unexpected profile %q", p.SchedulerName)
+				t.Errorf("unexpected profile %q", name)
 			}
 		}
 	}
@@ -127,35 +137,15 @@ func TestFloorConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := app.ValidateConfigFile(path); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := options.LoadConfigFromFile(klog.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(loaded.Profiles) != 2 {
-		t.Fatalf("%d profiles, want 2", len(loaded.Profiles))
-	}
-	for _, p := range loaded.Profiles {
-		var enabled []string
-		for _, set := range []schedconfig.PluginSet{p.Plugins.MultiPoint, p.Plugins.PreFilter, p.Plugins.Filter, p.Plugins.Score, p.Plugins.Bind} {
-			for _, pl := range set.Enabled {
-				enabled = append(enabled, pl.Name)
-			}
-		}
+	for name, enabled := range enabledByProfile(t, cfg) {
 		for _, koord := range allPlugins {
 			if slices.Contains(enabled, koord) {
-				t.Errorf("profile %s enables %s", p.SchedulerName, koord)
+				t.Errorf("profile %s enables %s", name, koord)
 			}
 		}
 		for _, f := range floorPlugins {
-			if has := slices.Contains(enabled, f.name); has != (p.SchedulerName == koordProfile) {
-				t.Errorf("profile %s: %s enabled %v", p.SchedulerName, f.name, has)
+			if has := slices.Contains(enabled, f.name); has != (name == koordProfile) {
+				t.Errorf("profile %s: %s enabled %v", name, f.name, has)
 			}
 		}
 	}
