@@ -57,6 +57,11 @@ func TestIsOwner(t *testing.T) {
 			OwnerReference: metav1.OwnerReference{Kind: "StatefulSet", Name: "web-7d9"}}}, false},
 		{"controller in another namespace", schedulingv1alpha1.ReservationOwner{Controller: &schedulingv1alpha1.ReservationControllerReference{
 			OwnerReference: metav1.OwnerReference{UID: "rs-uid"}, Namespace: "dev"}}, false},
+		// As Koordinator matches it: no namespace is any namespace, not the
+		// template's (a reservation's template names none here, and "" is
+		// not the pod's "prod").
+		{"controller without a namespace, pod in any", schedulingv1alpha1.ReservationOwner{Controller: &schedulingv1alpha1.ReservationControllerReference{
+			OwnerReference: metav1.OwnerReference{Kind: "ReplicaSet", Name: "web-7d9"}}}, true},
 		{"label selector", schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}, true},
 		{"label selector expression", schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"back"}}}}}, false},

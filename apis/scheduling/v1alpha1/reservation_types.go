@@ -8,7 +8,7 @@ import (
 // ReservationControllerReference names the controller whose pods own a reservation.
 type ReservationControllerReference struct {
 	metav1.OwnerReference `json:",inline"`
-	// Namespace of the controller; empty matches the reservation's template namespace.
+	// Namespace of the controller's pods; empty matches pods in any namespace.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 }
