@@ -103,7 +103,7 @@ e2e: images helm
 e2e-kind: images helm
 	HELM=$(HELM) IMAGE_TAG=$(IMAGE_TAG) ./hack/e2e-kind.sh
 
-## verify: fail on stale generated code, unformatted files, vet findings or an untidy go.mod
+## verify: fail on stale generated code, unformatted files, vet findings or an untidy go.mod (read-only: what it regenerates is put back)
 verify:
 	./hack/verify.sh
 
