@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
@@ -133,12 +134,15 @@ func TestShared(t *testing.T) {
 		t.Error("incomparable handles: want a table each")
 	}
 	cancel()
-	// AfterFunc runs in its own goroutine: the handle is forgotten soon.
-	for i := 0; ; i++ {
+	// AfterFunc runs in its own goroutine: the handle is forgotten soon. The
+	// loop sleeps between looks, so that goroutine gets a CPU however busy
+	// the machine is (a loop spinning a million times could finish first on
+	// a loaded CI machine); the deadline only bounds a failure.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
 		if _, ok := shared.Load(h1); !ok {
 			break
 		}
-		if i == 1e6 {
+		if time.Now().After(deadline) {
 			t.Fatal("the table outlived its framework's context")
 		}
 	}
