@@ -55,10 +55,8 @@ func benchFilterOne(b *testing.B, pod *corev1.Pod, admit bool) {
 	ctx := context.Background()
 	p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now, nil)
 	ni := benchNode(p, "n1")
-	plugins := map[string]fwk.Plugin{"LoadAwareScheduling": p, "NodeResourcesFit": schedtest.NewFit(b)}
-	for _, name := range []string{"LoadAwareScheduling", "NodeResourcesFit"} {
-		pl := plugins[name]
-		b.Run(name, func(b *testing.B) {
+	for _, pl := range []fwk.Plugin{p, schedtest.NewFit(b)} {
+		b.Run(pl.Name(), func(b *testing.B) {
 			state := framework.NewCycleState()
 			pl.(fwk.PreFilterPlugin).PreFilter(ctx, state, pod, nil)
 			b.ReportAllocs()
