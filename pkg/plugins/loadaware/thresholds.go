@@ -45,8 +45,7 @@ func (p *Plugin) customThresholds(ctx context.Context, node *corev1.Node) *nodeT
 	}
 	c := p.cache
 	c.mu.RLock()
-	n := c.nodes[node.Name]
-	if n != nil && n.thresholdsRaw == raw {
+	if n := c.nodes[node.Name]; n != nil && n.thresholdsRaw == raw {
 		t := n.thresholdsParsed
 		c.mu.RUnlock()
 		return t
@@ -74,6 +73,7 @@ func (p *Plugin) customThresholds(ctx context.Context, node *corev1.Node) *nodeT
 			parsed.prod = p.align(custom.ProdUsageThresholds)
 		}
 	}
+	// Looked up again: the node's state may have gone while this parsed.
 	c.mu.Lock()
 	if n := c.nodes[node.Name]; n != nil {
 		n.thresholdsRaw, n.thresholdsParsed = raw, parsed
