@@ -167,3 +167,9 @@ func normalize(n *NUMAInfo) NUMAInfo {
 	c.CPUSharedPools = nonNil(c.CPUSharedPools)
 	return c
 }
+
+func FuzzPodCPUBurst(f *testing.F) {
+	fuzzAnnotation(f, AnnotationPodCPUBurst, GetPodCPUBurst,
+		`{"policy":"auto","cpuBurstPercent":200}`, `{"policy":"cfsQuotaBurstOnly","cfsQuotaBurstPercent":300,"cfsQuotaBurstPeriodSeconds":-1}`,
+		`{"policy":"always"}`, `{"cfsQuotaBurstPercent":50}`, `{`, `null`, `[]`)
+}

@@ -62,6 +62,7 @@ func main() {
 	}
 	// The eBPF probe runs only when both the flag and the gate allow it.
 	opts.RunQueueLatency = opts.RunQueueLatency && gates.Enabled(features.RunqueueLatency)
+	opts.Gates = gates
 	if err := run(opts, kubeconfig, metricsAddr, pprof, publishNRT); err != nil {
 		klog.ErrorS(err, "koordlet failed")
 		klog.Flush()

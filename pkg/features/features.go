@@ -5,6 +5,8 @@ package features
 
 import (
 	"flag"
+	"sort"
+	"strings"
 
 	"k8s.io/component-base/featuregate"
 )
@@ -14,17 +16,48 @@ const (
 	// eBPF (koordlet's --runqueue-latency must be on too).
 	RunqueueLatency featuregate.Feature = "RunqueueLatency"
 	// BatchResource lets koord-manager publish kubernetes.io/batch-cpu and
-	// kubernetes.io/batch-memory on each Node from its measured slack.
+	// kubernetes.io/batch-memory on each Node from its measured slack, and
+	// koordlet turn a BE pod's batch requests and limits into its cgroups'
+	// CPU weight, CFS quota and memory limit.
 	BatchResource featuregate.Feature = "BatchResource"
 	// NodeSLOSync lets koord-manager keep a NodeSLO per node in line with the
 	// slo-controller-config ConfigMap.
 	NodeSLOSync featuregate.Feature = "NodeSLOSync"
+
+	// The koordlet QoS strategies, each also switched on per node by its
+	// NodeSLO (Koordinator's gate names and defaults).
+
+	// BECPUSuppress lets koordlet bound what BE pods together may use of the
+	// node's CPU (resourceUsedThresholdWithBE.cpuSuppressThresholdPercent), by
+	// cpuset or CFS quota; the interference guard acts through it.
+	BECPUSuppress featuregate.Feature = "BECPUSuppress"
+	// BECPUEvict lets koordlet evict BE pods starved of CPU for a window.
+	BECPUEvict featuregate.Feature = "BECPUEvict"
+	// BEMemoryEvict lets koordlet evict BE pods when node memory passes
+	// memoryEvictThresholdPercent.
+	BEMemoryEvict featuregate.Feature = "BEMemoryEvict"
+	// CPUBurst lets koordlet set cpu.cfs_burst_us and scale the CFS quota of
+	// LS containers with a CPU limit (NodeSLO cpuBurstStrategy).
+	CPUBurst featuregate.Feature = "CPUBurst"
+	// CgroupReconcile lets koordlet write memory.min/low/high from
+	// resourceQOSStrategy.<class>.memoryQOS.
+	CgroupReconcile featuregate.Feature = "CgroupReconcile"
+	// GroupIdentity lets koordlet give BE pods the kernel's lowest CPU
+	// priority (resourceQOSStrategy.<class>.cpuQOS): group identity where the
+	// kernel has it, else the idle scheduling class (cpu.idle).
+	GroupIdentity featuregate.Feature = "GroupIdentity"
 )
 
 var defaults = map[featuregate.Feature]featuregate.FeatureSpec{
 	RunqueueLatency: {Default: true, PreRelease: featuregate.Beta},
 	BatchResource:   {Default: true, PreRelease: featuregate.Beta},
 	NodeSLOSync:     {Default: true, PreRelease: featuregate.Beta},
+	BECPUSuppress:   {Default: true, PreRelease: featuregate.Beta},
+	BECPUEvict:      {Default: false, PreRelease: featuregate.Alpha},
+	BEMemoryEvict:   {Default: false, PreRelease: featuregate.Alpha},
+	CPUBurst:        {Default: true, PreRelease: featuregate.Beta},
+	CgroupReconcile: {Default: false, PreRelease: featuregate.Alpha},
+	GroupIdentity:   {Default: true, PreRelease: featuregate.Beta},
 }
 
 // Add registers Koord's gates on g (koord-scheduler adds them to
@@ -42,6 +75,15 @@ func New() featuregate.MutableFeatureGate {
 
 // Flag binds --feature-gates on fs to g.
 func Flag(fs *flag.FlagSet, g featuregate.MutableFeatureGate) {
-	fs.Func("feature-gates", "comma-separated Koord feature gates, e.g. BatchResource=false (known: BatchResource, NodeSLOSync, RunqueueLatency)",
+	fs.Func("feature-gates", "comma-separated Koord feature gates, e.g. BatchResource=false (known: "+known()+")",
 		func(s string) error { return g.Set(s) })
+}
+
+func known() string {
+	names := make([]string, 0, len(defaults))
+	for f := range defaults {
+		names = append(names, string(f))
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }

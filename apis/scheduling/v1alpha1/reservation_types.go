@@ -154,6 +154,7 @@ type ReservationStatus struct {
 // +kubebuilder:printcolumn:name="TTL",type=string,JSONPath=".spec.ttl"
 // +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=".spec.expires"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:selectablefield:JSONPath=".status.nodeName"
 type Reservation struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

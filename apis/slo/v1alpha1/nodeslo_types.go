@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // CPUSuppressPolicy is how koordlet squeezes BE pods when LS load rises.
@@ -246,6 +247,14 @@ type NodeSLOSpec struct {
 	CPUBurstStrategy *CPUBurstStrategy `json:"cpuBurstStrategy,omitempty"`
 	// +optional
 	SystemStrategy *SystemStrategy `json:"systemStrategy,omitempty"`
+	// Extensions holds strategies beyond Koordinator's typed fields, each
+	// under its own key: {"koord.sh/interferenceGuard": {...}} (see
+	// InterferenceGuardStrategy). Keys Koord does not know are kept.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Extensions *runtime.RawExtension `json:"extensions,omitempty"`
 }
 
 // NodeSLOStatus is reserved for koordlet's view of what it applied.

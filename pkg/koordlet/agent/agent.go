@@ -4,35 +4,44 @@ package agent
 
 import (
 	"context"
-
 	"errors"
 	"fmt"
-	nrtclientset "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/generated/clientset/versioned"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	nrtclientset "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/generated/clientset/versioned"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/cpuset"
 
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
+	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
+	schedlisters "github.com/koord-project/koord/pkg/client/listers/scheduling/v1alpha1"
+	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/koordlet/cgroup"
+	"github.com/koord-project/koord/pkg/koordlet/evict"
 	"github.com/koord-project/koord/pkg/koordlet/ebpf/runqlat"
 	usage "github.com/koord-project/koord/pkg/koordlet/metrics"
+	"github.com/koord-project/koord/pkg/koordlet/nodeslo"
 	"github.com/koord-project/koord/pkg/koordlet/qos"
 	"github.com/koord-project/koord/pkg/koordlet/reporter"
 	"github.com/koord-project/koord/pkg/koordlet/topology"
@@ -62,6 +71,9 @@ type Options struct {
 	RunQueueLatency bool
 	// NRT, when set, also receives the topology as a NodeResourceTopology.
 	NRT nrtclientset.Interface
+	// Gates are the feature gates (features.New() defaults when nil): the
+	// QoS strategies run only where their gate is on.
+	Gates featuregate.FeatureGate
 }
 
 // Agent is one koordlet.
@@ -77,9 +89,14 @@ type Agent struct {
 	metrics    *metrics
 	faults     *faults
 
-	pods    corelisters.PodLister
-	nodes   corelisters.NodeLister
-	cms     corelisters.ConfigMapLister
+	pods         corelisters.PodLister
+	nodes        corelisters.NodeLister
+	cms          corelisters.ConfigMapLister
+	reservations schedlisters.ReservationLister
+	slo          *nodeslo.Source
+	recorder     record.EventRecorder
+	qos          qosState
+	qosMetrics   *qosMetrics
 	synced  []cache.InformerSynced
 	start   func(stop <-chan struct{})
 	trigger chan struct{}
@@ -94,6 +111,9 @@ type Agent struct {
 	// unchanged are not re-read.
 	applied     map[types.UID]string
 	lastChecked time.Time
+	// shared is the shared pool of the last pass: what non-bound pods run on
+	// and BE suppression picks from.
+	shared cpuset.CPUSet
 }
 
 // New wires an agent to the API server (koord for NodeMetric); reg receives
@@ -114,11 +134,33 @@ func New(client kubernetes.Interface, koord koordclientset.Interface, opts Optio
 	if opts.MaxWindow <= 0 {
 		opts.MaxWindow = 30 * time.Minute
 	}
+	if opts.Gates == nil {
+		opts.Gates = features.New()
+	}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{opts: opts, client: client, koord: koord, metrics: m, faults: newFaults(m), trigger: make(chan struct{}, 1),
+	qm, err := newQoSMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	evictions := evict.NewEvictionsMetric()
+	if err := reg.Register(evictions); err != nil {
+		return nil, err
+	}
+	// Events (invalid NodeSLO, evictions, quota conflicts) name koordlet and its node.
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := slov1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "koordlet", Host: opts.NodeName})
+	a := &Agent{opts: opts, client: client, koord: koord, metrics: m, qosMetrics: qm, recorder: recorder, faults: newFaults(m), trigger: make(chan struct{}, 1),
 		// Pods' histories cover the NodeMetric aggregation window; 10 minutes
 		// bounds what a controller may ask for.
 		collector: usage.NewCollector(opts.ProcfsRoot, opts.CollectInterval, opts.MaxWindow, 10*time.Minute), reg: reg}
@@ -157,10 +199,33 @@ func New(client kubernetes.Interface, koord koordclientset.Interface, opts Optio
 	}
 	a.nodes = nodeFactory.Core().V1().Nodes().Lister()
 	a.cms = cmFactory.Core().V1().ConfigMaps().Lister()
+	a.qos = qosState{gates: opts.Gates, evictor: &evict.Evictor{Client: client, Recorder: recorder, Total: evictions}}
+	// The node's own NodeSLO, and the reservations placed on the node (the
+	// CRD makes status.nodeName selectable): neither watch grows with the cluster.
+	sloFactory := koordinformers.NewSharedInformerFactoryWithOptions(koord, 0, koordinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", opts.NodeName).String()
+	}))
+	resFactory := koordinformers.NewSharedInformerFactoryWithOptions(koord, 0, koordinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("status.nodeName", opts.NodeName).String()
+	}))
+	for _, inf := range []cache.SharedIndexInformer{
+		sloFactory.Slo().V1alpha1().NodeSLOs().Informer(),
+		resFactory.Scheduling().V1alpha1().Reservations().Informer(),
+	} {
+		reg, err := inf.AddEventHandler(kick)
+		if err != nil {
+			return nil, err
+		}
+		a.synced = append(a.synced, reg.HasSynced)
+	}
+	a.slo = &nodeslo.Source{Lister: sloFactory.Slo().V1alpha1().NodeSLOs().Lister(), Node: opts.NodeName, Recorder: recorder}
+	a.reservations = resFactory.Scheduling().V1alpha1().Reservations().Lister()
 	a.start = func(stop <-chan struct{}) {
 		podFactory.Start(stop)
 		nodeFactory.Start(stop)
 		cmFactory.Start(stop)
+		sloFactory.Start(stop)
+		resFactory.Start(stop)
 	}
 	return a, nil
 }
@@ -229,6 +294,12 @@ func (a *Agent) collect(ctx context.Context, now time.Time) {
 		return
 	}
 	a.faults.clear(logger, "procfs")
+	// The strategies that act on usage decide on each fresh sample, and
+	// what they decide is written at once.
+	if a.layout != nil {
+		a.decide(ctx, now, running)
+		a.reconcile(ctx)
+	}
 	if now.Before(a.nextReport) {
 		return
 	}
@@ -388,8 +459,10 @@ func causeLabel(cause string) string {
 	return kind
 }
 
-// pinCPUs writes every pod's cpuset (qos.PlanCPUSets) to its cgroups. Until
-// kubelet's pod cgroups exist under the cgroup root, it only looks for them.
+// pinCPUs writes every pod's cpuset (qos.PlanCPUSets) to its cgroups, and
+// the BE CPUs to kubelet's besteffort cgroup, then the other QoS knobs
+// (applyQoS). Until kubelet's pod cgroups exist under the cgroup root, it
+// only looks for them.
 func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Kubelet, pods []*corev1.Pod, bound map[types.UID]cpuset.CPUSet, malformed map[types.UID]error) {
 	logger := klog.FromContext(ctx)
 	if a.layout == nil {
@@ -408,7 +481,18 @@ func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Ku
 	}
 	all := cpuset.New(ids...)
 	reserved, _ := extension.ParseCPUSet(k.Policy.ReservedCPUs) // validated by ReadKubelet
-	plan := qos.PlanCPUSets(pods, bound, malformed, all, reserved, k.Pinned)
+	a.shared = all.Difference(qos.Exclusive(bound, k.Pinned, a.reservationCPUs(logger))).Difference(reserved)
+	s := a.strategy(logger)
+	be, beDecided := a.beCPUs(s, a.shared)
+	plan := qos.PlanCPUSets(pods, bound, malformed, a.shared, be, k.Pinned)
+	if !beDecided {
+		// Until BE suppression has decided, BE pods keep what they have.
+		for _, p := range pods {
+			if q, _ := extension.GetPodQoSClass(p); q == extension.QoSBE {
+				delete(plan, p.UID)
+			}
+		}
+	}
 	// Every cgroup is re-read each FullCheckEvery reconciles, to undo
 	// changes made behind koordlet's back; in between only pods whose plan
 	// or containers changed are touched.
@@ -418,6 +502,11 @@ func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Ku
 	}
 	if a.applied == nil {
 		a.applied = map[types.UID]string{}
+	}
+	// The besteffort cgroup first: when BE CPUs grow, its pods may then grow
+	// into them; when they shrink, SetCPUSetTree narrows children first.
+	if beDecided {
+		a.pinBestEffort(logger, be, full)
 	}
 	present := map[types.UID]bool{}
 	for _, p := range pods {
@@ -452,6 +541,7 @@ func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Ku
 			delete(a.applied, uid)
 		}
 	}
+	a.applyQoS(ctx, pods, full)
 }
 
 // fullCheckEvery is how many reconciles pass between reads of every pod's

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	v1qos "k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
 
+	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/pkg/koordlet/cgroup"
 	"github.com/koord-project/koord/pkg/koordlet/ebpf/runqlat"
 )
@@ -25,8 +27,9 @@ type latency struct {
 	mu   sync.Mutex
 	pods map[types.UID]podLatency
 	// reported is each pod's histogram at its last NodeMetric report, so
-	// that podsMetric says how the pod fared since then.
-	reported map[types.UID]runqlat.Hist
+	// that podsMetric says how the pod fared since then; guarded is the same
+	// for the interference guard's last look.
+	reported, guarded map[types.UID]runqlat.Hist
 }
 
 type podLatency struct {
@@ -36,7 +39,7 @@ type podLatency struct {
 }
 
 func newLatency(p *runqlat.Probe) *latency {
-	return &latency{probe: p, pods: map[types.UID]podLatency{}, reported: map[types.UID]runqlat.Hist{}}
+	return &latency{probe: p, pods: map[types.UID]podLatency{}, reported: map[types.UID]runqlat.Hist{}, guarded: map[types.UID]runqlat.Hist{}}
 }
 
 // collect reads every pod's histogram; pods that left have their cgroups'
@@ -62,6 +65,7 @@ func (l *latency) collect(layout *cgroup.Layout, pods []*corev1.Pod) {
 				_ = l.probe.Forget(id)
 			}
 			delete(l.reported, uid)
+			delete(l.guarded, uid)
 		}
 	}
 	l.pods = next
@@ -135,4 +139,30 @@ func (l *latency) Collect(ch chan<- prometheus.Metric) {
 			ch <- m
 		}
 	}
+}
+
+// lsInterval is the p99 run-queue latency of the node's LS, LSR and LSE pods
+// together since the last call, and how many waits it is made of: what the
+// interference guard watches. A pod's first interval starts when it is
+// first seen here.
+func (l *latency) lsInterval(pods []*corev1.Pod) (p99 time.Duration, waits uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var sum runqlat.Hist
+	for _, p := range pods {
+		if q, _ := extension.GetPodQoSClass(p); q != extension.QoSLS && q != extension.QoSLSR && q != extension.QoSLSE {
+			continue
+		}
+		pl, ok := l.pods[p.UID]
+		if !ok {
+			continue
+		}
+		if prev, seen := l.guarded[p.UID]; seen {
+			for i := range sum {
+				sum[i] += pl.hist[i] - min(prev[i], pl.hist[i])
+			}
+		}
+		l.guarded[p.UID] = pl.hist
+	}
+	return time.Duration(sum.Quantile(0.99) * float64(time.Second)), sum.Count()
 }

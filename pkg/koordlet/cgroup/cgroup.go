@@ -6,6 +6,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -243,4 +244,39 @@ func readKey(path, key string) (uint64, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s: no %s", path, key)
+}
+
+// SetCPUSetTree makes dir and every cgroup below it run on cpus, writing only
+// files that differ, and returns how many it wrote. A v1 child's CPUs must
+// lie within its parent's, so each cgroup is widened to old ∪ new before its
+// children are set and narrowed after. Children that vanish meanwhile are
+// skipped; a missing dir is fs.ErrNotExist.
+func (l Layout) SetCPUSetTree(dir string, cpus cpuset.CPUSet) (int, error) {
+	old, err := l.CPUSet(dir)
+	if err != nil {
+		return 0, err
+	}
+	writes := 0
+	count := func(wrote bool, err error) error {
+		if wrote {
+			writes++
+		}
+		return err
+	}
+	widened := old.Union(cpus)
+	if err := count(l.ReplaceCPUSet(dir, old, widened)); err != nil {
+		return writes, err
+	}
+	children, err := l.Children(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return writes, err
+	}
+	for _, c := range children {
+		n, err := l.SetCPUSetTree(c, cpus)
+		writes += n
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return writes, err
+		}
+	}
+	return writes, count(l.ReplaceCPUSet(dir, widened, cpus))
 }

@@ -35,6 +35,7 @@ type Collector struct {
 	nodeMem        *Series // bytes
 	lastBusy, last uint64  // /proc/stat jiffies
 	lastAt         time.Time
+	memTotal       uint64 // bytes, from the latest /proc/meminfo
 	pods           map[types.UID]*podHistory
 
 	// Per NUMA node, when SetNUMA gave the CPUs' placement.
@@ -82,7 +83,7 @@ func (c *Collector) Collect(now time.Time, layout *cgroup.Layout, pods []*corev1
 		return err
 	}
 	busy, total := all.busy, all.total
-	used, err := readMemUsed(filepath.Join(c.procfs, "meminfo"))
+	used, memTotal, err := readMemUsed(filepath.Join(c.procfs, "meminfo"))
 	if err != nil {
 		return err
 	}
@@ -96,6 +97,7 @@ func (c *Collector) Collect(now time.Time, layout *cgroup.Layout, pods []*corev1
 	}
 	c.collectNUMA(now, perCPU)
 	c.lastBusy, c.last, c.lastAt = busy, total, now
+	c.memTotal = memTotal
 	c.nodeMem.Add(now, float64(used))
 
 	seen := map[types.UID]bool{}
@@ -316,19 +318,54 @@ func readProcStat(path string) (all cpuTimes, perCPU map[int]cpuTimes, err error
 	return all, perCPU, nil
 }
 
-// readMemUsed is MemTotal − MemAvailable, what the node cannot give away.
-func readMemUsed(path string) (uint64, error) {
+// readMemUsed is MemTotal − MemAvailable, what the node cannot give away,
+// and MemTotal.
+func readMemUsed(path string) (used, total uint64, err error) {
 	m, err := topology.ReadMeminfo(path)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	total, okT := m["MemTotal"]
 	avail, okA := m["MemAvailable"]
 	if !okT || !okA {
-		return 0, fmt.Errorf("%s: no MemTotal or MemAvailable", path)
+		return 0, 0, fmt.Errorf("%s: no MemTotal or MemAvailable", path)
 	}
 	if avail > total {
-		return 0, nil
+		return 0, total, nil
 	}
-	return total - avail, nil
+	return total - avail, total, nil
+}
+
+// Sample is the latest usage: what the QoS strategies act on.
+type Sample struct {
+	At time.Time
+	// NodeCPU is in cores, NodeMemory (used: MemTotal − MemAvailable) and
+	// NodeMemoryTotal in bytes.
+	NodeCPU, NodeMemory, NodeMemoryTotal float64
+	// Pods holds each pod with a CPU rate at the latest sample.
+	Pods map[types.UID]PodSample
+}
+
+// PodSample is a pod's CPU (cores) and working set (bytes) at the latest sample.
+type PodSample struct{ CPU, Memory float64 }
+
+// Latest is the newest sample; ok is false until the node has a CPU rate
+// (its second sample).
+func (c *Collector) Latest() (s Sample, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, cpu, ok := c.nodeCPU.Last()
+	if !ok {
+		return Sample{}, false
+	}
+	_, mem, _ := c.nodeMem.Last()
+	s = Sample{At: at, NodeCPU: cpu, NodeMemory: mem, NodeMemoryTotal: float64(c.memTotal), Pods: make(map[types.UID]PodSample, len(c.pods))}
+	for uid, h := range c.pods {
+		pat, pcpu, okC := h.cpu.Last()
+		_, pmem, okM := h.mem.Last()
+		if okC && okM && pat.Equal(at) {
+			s.Pods[uid] = PodSample{CPU: pcpu, Memory: pmem}
+		}
+	}
+	return s, true
 }

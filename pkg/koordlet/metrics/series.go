@@ -62,3 +62,12 @@ func Summarise(samples []float64) (st Stats, ok bool) {
 	}
 	return Stats{Avg: sum / float64(len(samples)), P50: rank(0.50), P90: rank(0.90), P95: rank(0.95), P99: rank(0.99)}, true
 }
+
+// Last is the newest sample; ok is false when there is none.
+func (s *Series) Last() (at time.Time, v float64, ok bool) {
+	if s.n == 0 {
+		return time.Time{}, 0, false
+	}
+	i := (s.next - 1 + len(s.v)) % len(s.v)
+	return s.at[i], s.v[i], true
+}

@@ -1,6 +1,6 @@
-// Package qos applies Koord's QoS decisions to pod cgroups. Its first
-// strategy pins pods to CPUs: latency-critical pods to the cpuset the
-// scheduler chose, every other non-BE pod to the shared pool.
+// Package qos pins pods to CPUs: latency-critical pods to the cpuset the
+// scheduler chose, BE pods to the BE CPUs (the shared pool, or the part of it
+// BE CPU suppression leaves them), every other pod to the shared pool.
 package qos
 
 import (
@@ -38,20 +38,31 @@ func Bound(pods []*corev1.Pod) (bound map[types.UID]cpuset.CPUSet, malformed map
 	return bound, malformed
 }
 
-// PlanCPUSets decides every pod's cpuset: its bound cpuset if the scheduler
-// bound it, else the shared pool (all CPUs less every exclusively bound CPU
-// and kubelet's reserved CPUs). BE pods, pods kubelet's static policy pinned
-// and pods whose annotation is malformed (their current cpuset is kept) are
-// left alone.
-func PlanCPUSets(pods []*corev1.Pod, bound map[types.UID]cpuset.CPUSet, malformed map[types.UID]error, all, reserved cpuset.CPUSet, kubeletPinned map[types.UID]cpuset.CPUSet) Plan {
-	exclusive := cpuset.New()
+// Exclusive is every CPU held for one owner: the scheduler's bound cpusets,
+// kubelet's static-policy pins and the CPUs Available reservations pin for
+// their owners (held before any owner arrives).
+func Exclusive(bound, kubeletPinned map[types.UID]cpuset.CPUSet, reservations []cpuset.CPUSet) cpuset.CPUSet {
+	out := cpuset.New()
 	for _, cpus := range kubeletPinned {
-		exclusive = exclusive.Union(cpus)
+		out = out.Union(cpus)
 	}
 	for _, cpus := range bound {
-		exclusive = exclusive.Union(cpus)
+		out = out.Union(cpus)
 	}
-	shared := all.Difference(exclusive).Difference(reserved)
+	for _, cpus := range reservations {
+		out = out.Union(cpus)
+	}
+	return out
+}
+
+// PlanCPUSets decides every pod's cpuset: its bound cpuset if the scheduler
+// bound it; the BE CPUs (be) for a BE pod; else the shared pool (all CPUs
+// less every exclusive one and kubelet's reserved CPUs). Pods in kubelet's
+// besteffort cgroup are left out: they follow that cgroup (see
+// cgroup.SetCPUSetTree). Pods kubelet's static policy pinned and pods whose
+// annotation is malformed (their current cpuset is kept) are left alone, and
+// so are pods whose set would be empty.
+func PlanCPUSets(pods []*corev1.Pod, bound map[types.UID]cpuset.CPUSet, malformed map[types.UID]error, shared, be cpuset.CPUSet, kubeletPinned map[types.UID]cpuset.CPUSet) Plan {
 	plan := Plan{}
 	for _, p := range pods {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -67,11 +78,15 @@ func PlanCPUSets(pods []*corev1.Pod, bound map[types.UID]cpuset.CPUSet, malforme
 		if _, pinned := kubeletPinned[p.UID]; pinned {
 			continue
 		}
-		if q, _ := extension.GetPodQoSClass(p); q == extension.QoSBE {
+		if v1qos.GetPodQOS(p) == corev1.PodQOSBestEffort {
 			continue
 		}
-		if !shared.IsEmpty() {
-			plan[p.UID] = shared
+		cpus := shared
+		if q, _ := extension.GetPodQoSClass(p); q == extension.QoSBE {
+			cpus = be
+		}
+		if !cpus.IsEmpty() {
+			plan[p.UID] = cpus
 		}
 	}
 	return plan

@@ -39,21 +39,27 @@ func pod(name, qos string, guaranteed bool, status string) *corev1.Pod {
 
 func TestPlanCPUSets(t *testing.T) {
 	all := cpuset.New(0, 1, 2, 3, 4, 5, 6, 7)
+	bestEffort := pod("besteffort", "BE", false, "")
+	bestEffort.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
 	pods := []*corev1.Pod{
 		pod("lse", "LSE", true, `{"cpuset":"2-3"}`),
 		pod("ls", "LS", false, ""),
 		pod("be", "BE", false, ""),
 		pod("kubelet-static", "LSR", true, ""),
 		pod("broken", "LSR", true, `{"cpuset":"x"}`),
+		bestEffort,
 	}
 	bound, malformed := Bound(pods)
 	if len(malformed) != 1 || !strings.Contains(malformed["uid-broken"].Error(), "pod default/broken: annotation scheduling.koordinator.sh/resource-status") {
 		t.Errorf("malformed %v", malformed)
 	}
-	plan := PlanCPUSets(pods, bound, malformed, all, cpuset.New(0), map[types.UID]cpuset.CPUSet{"uid-kubelet-static": cpuset.New(7)})
-	want := map[types.UID]string{"uid-lse": "2-3", "uid-ls": "1,4-6"}
+	pinned := map[types.UID]cpuset.CPUSet{"uid-kubelet-static": cpuset.New(7)}
+	// A reservation pins 1: it leaves the shared pool like a bound pod's CPUs.
+	shared := all.Difference(Exclusive(bound, pinned, []cpuset.CPUSet{cpuset.New(1)})).Difference(cpuset.New(0))
+	plan := PlanCPUSets(pods, bound, malformed, shared, cpuset.New(5, 6), pinned)
+	want := map[types.UID]string{"uid-lse": "2-3", "uid-ls": "4-6", "uid-be": "5-6"}
 	if len(plan) != len(want) {
-		t.Errorf("plan %v, want only %v (BE, kubelet-pinned and malformed pods are left alone)", plan, want)
+		t.Errorf("plan %v, want only %v (kubelet-pinned, besteffort-cgroup and malformed pods are left alone)", plan, want)
 	}
 	for uid, cpus := range want {
 		if plan[uid].String() != cpus {
@@ -167,7 +173,8 @@ func TestApplyCPUSetRealCgroups(t *testing.T) {
 	if len(malformed) > 0 {
 		t.Fatal(malformed)
 	}
-	plan := PlanCPUSets([]*corev1.Pod{lsr, ls}, bound, malformed, all, cpuset.New(), nil)
+	shared := all.Difference(Exclusive(bound, nil, nil))
+	plan := PlanCPUSets([]*corev1.Pod{lsr, ls}, bound, malformed, shared, shared, nil)
 	for _, p := range []*corev1.Pod{lsr, ls} {
 		if _, err := ApplyCPUSet(l, p, plan[p.UID]); err != nil {
 			t.Fatal(err)
