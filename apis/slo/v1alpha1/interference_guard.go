@@ -14,7 +14,7 @@ const InterferenceGuardExtensionKey = "koord.sh/interferenceGuard"
 
 // Defaults of InterferenceGuardStrategy.
 const (
-	DefaultGuardP99Microseconds int64 = 4000
+	DefaultGuardP99Microseconds int64 = 1000
 	DefaultGuardStepPercent     int64 = 10
 	DefaultGuardMinWaits        int64 = 100
 )
@@ -31,7 +31,7 @@ type InterferenceGuardStrategy struct {
 	// +optional
 	Enable *bool `json:"enable,omitempty"`
 	// LSRunQueueLatencyP99Microseconds is the target: the p99 time LS, LSR and
-	// LSE pods' runnable tasks may wait for a CPU (default 4000).
+	// LSE pods' runnable tasks may wait for a CPU (default 1000).
 	// +optional
 	LSRunQueueLatencyP99Microseconds *int64 `json:"lsRunQueueLatencyP99Microseconds,omitempty"`
 	// StepPercent is the share of the node's CPUs one step takes from (or

@@ -38,8 +38,8 @@ import (
 	schedlisters "github.com/koord-project/koord/pkg/client/listers/scheduling/v1alpha1"
 	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/koordlet/cgroup"
-	"github.com/koord-project/koord/pkg/koordlet/evict"
 	"github.com/koord-project/koord/pkg/koordlet/ebpf/runqlat"
+	"github.com/koord-project/koord/pkg/koordlet/evict"
 	usage "github.com/koord-project/koord/pkg/koordlet/metrics"
 	"github.com/koord-project/koord/pkg/koordlet/nodeslo"
 	"github.com/koord-project/koord/pkg/koordlet/qos"
@@ -97,10 +97,10 @@ type Agent struct {
 	recorder     record.EventRecorder
 	qos          qosState
 	qosMetrics   *qosMetrics
-	synced  []cache.InformerSynced
-	start   func(stop <-chan struct{})
-	trigger chan struct{}
-	healthy atomic.Bool
+	synced       []cache.InformerSynced
+	start        func(stop <-chan struct{})
+	trigger      chan struct{}
+	healthy      atomic.Bool
 
 	// Owned by the Run loop.
 	machine   *topology.Machine

@@ -24,8 +24,8 @@ import (
 	"github.com/koord-project/koord/pkg/koordlet/cpuqos"
 	"github.com/koord-project/koord/pkg/koordlet/cpusuppress"
 	"github.com/koord-project/koord/pkg/koordlet/evict"
-	usage "github.com/koord-project/koord/pkg/koordlet/metrics"
 	"github.com/koord-project/koord/pkg/koordlet/memoryqos"
+	usage "github.com/koord-project/koord/pkg/koordlet/metrics"
 	"github.com/koord-project/koord/pkg/koordlet/nodeslo"
 )
 
