@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,7 +102,7 @@ func fixtureFor(b *testing.B) (string, fixtureNode) {
 	if err := os.MkdirAll(filepath.Join(cgroupRoot, "cpuset/kubepods/burstable"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	return sysfs, fixtureNode{procfs: procfs, cgroupRoot: cgroupRoot, cpus: 128}
+	return sysfs, fixtureNode{procfs: procfs, cgroupRoot: cgroupRoot, cpus: 128, load: new(atomic.Uint64), started: new(sync.Once)}
 }
 
 // cpuTicks is utime+stime of a process, in 1/100 s.

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,35 +33,42 @@ import (
 type fixtureNode struct {
 	procfs, cgroupRoot string
 	cpus               int
+	// The simulated load (cores, as float64 bits) and its writer.
+	load    *atomic.Uint64
+	started *sync.Once
 }
 
 // simulateLoad makes the fixture /proc/stat say cores CPUs are busy, until
-// the test ends.
+// the test ends or the next simulateLoad.
 func (n fixtureNode) simulateLoad(t *testing.T, ctx context.Context, cores float64) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
-	go func() {
-		defer close(done)
-		var busy, idle float64
-		last := time.Now()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-time.After(5 * time.Millisecond):
-				secs := now.Sub(last).Seconds()
-				last = now
-				busy += cores * 100 * secs
-				idle += (float64(n.cpus) - cores) * 100 * secs
-				stat := topologytest.ProcStat(uint64(busy), uint64(idle))
-				tmp := filepath.Join(n.procfs, "stat.tmp")
-				if os.WriteFile(tmp, []byte(stat), 0o644) == nil {
-					_ = os.Rename(tmp, filepath.Join(n.procfs, "stat"))
+	n.load.Store(math.Float64bits(cores))
+	n.started.Do(func() {
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		t.Cleanup(func() { cancel(); <-done })
+		go func() {
+			defer close(done)
+			var busy, idle float64
+			last := time.Now()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case now := <-time.After(5 * time.Millisecond):
+					cores := math.Float64frombits(n.load.Load())
+					secs := now.Sub(last).Seconds()
+					last = now
+					busy += cores * 100 * secs
+					idle += (float64(n.cpus) - cores) * 100 * secs
+					stat := topologytest.ProcStat(uint64(busy), uint64(idle))
+					tmp := filepath.Join(n.procfs, "stat.tmp")
+					if os.WriteFile(tmp, []byte(stat), 0o644) == nil {
+						_ = os.Rename(tmp, filepath.Join(n.procfs, "stat"))
+					}
 				}
 			}
-		}
-	}()
+		}()
+	})
 }
 
 // newFixtureNode writes a fixture machine of the given shape (sysfs,
@@ -73,7 +83,7 @@ func newFixtureNode(t *testing.T, shape [4]int, memPerNUMA int64) (fixtureNode, 
 	if err := os.MkdirAll(filepath.Join(cgroupRoot, "cpuset/kubepods/burstable"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return fixtureNode{procfs: procfs, cgroupRoot: cgroupRoot, cpus: shape[0] * shape[1] * shape[2] * shape[3]}, sysfs
+	return fixtureNode{procfs: procfs, cgroupRoot: cgroupRoot, cpus: shape[0] * shape[1] * shape[2] * shape[3], load: new(atomic.Uint64), started: new(sync.Once)}, sysfs
 }
 
 // startKoordlet runs a koordlet for node in this process, reading a fixture
@@ -82,8 +92,16 @@ func newFixtureNode(t *testing.T, shape [4]int, memPerNUMA int64) (fixtureNode, 
 func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node string, shape [4]int, memPerNUMA int64, mutate ...func(*agent.Options)) fixtureNode {
 	t.Helper()
 	fixture, sysfs := newFixtureNode(t, shape, memPerNUMA)
-	procfs, cgroupRoot := fixture.procfs, fixture.cgroupRoot
-	opts := agent.Options{NodeName: node, SysfsRoot: sysfs, ProcfsRoot: procfs, CgroupRoot: cgroupRoot,
+	stop := runKoordlet(t, ctx, cp, node, fixture, sysfs, mutate...)
+	t.Cleanup(stop)
+	return fixture
+}
+
+// runKoordlet runs a koordlet for node on an existing fixture until stop is
+// called (as a restart does, the next one starts from nothing in memory).
+func runKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node string, fixture fixtureNode, sysfs string, mutate ...func(*agent.Options)) (stop func()) {
+	t.Helper()
+	opts := agent.Options{NodeName: node, SysfsRoot: sysfs, ProcfsRoot: fixture.procfs, CgroupRoot: fixture.cgroupRoot,
 		SyncInterval: 200 * time.Millisecond, ReconcileInterval: 100 * time.Millisecond, CollectInterval: 100 * time.Millisecond}
 	for _, m := range mutate {
 		m(&opts)
@@ -95,13 +113,15 @@ func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPl
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("koordlet: %v", err)
-		}
-	})
-	return fixture
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("koordlet: %v", err)
+			}
+		})
+	}
 }
 
 // runContainer gives a bound pod a running container, as kubelet and the

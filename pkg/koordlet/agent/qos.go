@@ -206,7 +206,11 @@ func (a *Agent) applyQoS(ctx context.Context, pods []*corev1.Pod, full bool) {
 	var settings []cgroup.Setting
 	settings = append(settings, batchresource.Plan(pcs, period, a.gate(features.BatchResource))...)
 	settings = append(settings, cpuqos.Plan(l, pcs, s, a.qos.mech, a.gate(features.GroupIdentity))...)
-	settings = append(settings, memoryqos.Plan(l, pcs, s, a.gate(features.CgroupReconcile), a.nodeMemory())...)
+	// Memory QoS is hands-off while its gate is off (alpha): kubelet's own
+	// MemoryQoS feature may be the one writing memory.min then.
+	if a.gate(features.CgroupReconcile) {
+		settings = append(settings, memoryqos.Plan(l, pcs, s, true, a.nodeMemory())...)
+	}
 	settings = append(settings, a.qos.burstSettings...)
 	// The besteffort quota: cfsQuota suppression's, else none. Until
 	// suppression has decided it is left as it is.
@@ -363,9 +367,11 @@ func (a *Agent) decide(ctx context.Context, now time.Time, pods []*corev1.Pod) {
 	// BE eviction.
 	threshold := s.Threshold
 	if a.gate(features.BEMemoryEvict) && threshold.Enable && a.qos.evictor.Ready(evict.ReasonMemory, now) {
-		memCap := float64(node.Status.Capacity.Memory().Value())
+		// Usage is MemTotal − MemAvailable, so it is measured against
+		// MemTotal (what kubelet reports as the node's capacity).
+		memCap := sample.NodeMemoryTotal
 		if memCap <= 0 {
-			memCap = sample.NodeMemoryTotal
+			memCap = float64(node.Status.Capacity.Memory().Value())
 		}
 		a.qos.evictor.Evict(ctx, now, evict.Memory(threshold, memCap, sample.NodeMemory, cands))
 	}

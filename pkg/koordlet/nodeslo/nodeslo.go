@@ -5,7 +5,6 @@
 package nodeslo
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/koord-project/koord/apis/extension"
@@ -68,20 +67,6 @@ type Guard struct {
 	MinWaits    uint64
 }
 
-// Koordinator's defaults (its sloconfig package), where Koord keeps them.
-const (
-	defaultCPUSuppressThresholdPercent = 65
-	defaultMemoryEvictThresholdPercent = 70
-	// memoryEvictLowerPercent defaults to the threshold less this.
-	memoryReleaseBufferPercent       = 2
-	defaultCPUEvictBEUsagePercent    = 90
-	maxCPUEvictSatisfactionLower     = 60
-	defaultCPUBurstPercent           = 1000
-	defaultCFSQuotaBurstPercent      = 300
-	defaultCFSQuotaBurstPeriod       = -1
-	defaultSharePoolThresholdPercent = 50
-)
-
 // Default is the strategy of a node without a NodeSLO: everything off.
 func Default() Strategy {
 	s, err := Resolve(nil)
@@ -91,38 +76,22 @@ func Default() Strategy {
 	return s
 }
 
-// Resolve fills in Koordinator's defaults and checks what the CRD schema
-// cannot (fields that bound each other). The error names the field.
+// Resolve checks a NodeSLO (NodeSLOSpec.Validate: what the CRD schema
+// cannot check) and fills in Koordinator's defaults. The error names the field.
 func Resolve(spec *slov1alpha1.NodeSLOSpec) (Strategy, error) {
 	if spec == nil {
 		spec = &slov1alpha1.NodeSLOSpec{}
 	}
-	var s Strategy
-	var err error
-	if s.Threshold, err = resolveThreshold(spec.ResourceUsedThresholdWithBE); err != nil {
-		return Strategy{}, fmt.Errorf("resourceUsedThresholdWithBE.%w", err)
+	if err := spec.Validate(); err != nil {
+		return Strategy{}, err
 	}
+	s := Strategy{Threshold: resolveThreshold(spec.ResourceUsedThresholdWithBE), Burst: resolveBurst(spec.CPUBurstStrategy)}
 	q := spec.ResourceQOSStrategy
 	if q == nil {
 		q = &slov1alpha1.ResourceQOSStrategy{}
 	}
-	for _, c := range []struct {
-		name string
-		cfg  *slov1alpha1.ResourceQOS
-		dst  *ClassQOS
-		gi   int64
-	}{{"lsrClass", q.LSRClass, &s.LSR, 2}, {"lsClass", q.LSClass, &s.LS, 2}, {"beClass", q.BEClass, &s.BE, -1}} {
-		if *c.dst, err = resolveClass(c.cfg, c.gi); err != nil {
-			return Strategy{}, fmt.Errorf("resourceQOSStrategy.%s.%w", c.name, err)
-		}
-	}
-	if s.Burst, err = resolveBurst(spec.CPUBurstStrategy); err != nil {
-		return Strategy{}, fmt.Errorf("cpuBurstStrategy.%w", err)
-	}
-	g, err := spec.GetInterferenceGuard()
-	if err != nil {
-		return Strategy{}, err
-	}
+	s.LSR, s.LS, s.BE = resolveClass(q.LSRClass, 2), resolveClass(q.LSClass, 2), resolveClass(q.BEClass, -1)
+	g, _ := spec.GetInterferenceGuard() // checked by Validate
 	if g == nil {
 		g = &slov1alpha1.InterferenceGuardStrategy{}
 	}
@@ -139,17 +108,17 @@ func or(p *int64, def int64) int64 {
 	return *p
 }
 
-func resolveThreshold(t *slov1alpha1.ResourceThresholdStrategy) (Threshold, error) {
+func resolveThreshold(t *slov1alpha1.ResourceThresholdStrategy) Threshold {
 	if t == nil {
 		t = &slov1alpha1.ResourceThresholdStrategy{}
 	}
 	out := Threshold{
 		Enable:                             t.Enable != nil && *t.Enable,
-		CPUSuppressThresholdPercent:        or(t.CPUSuppressThresholdPercent, defaultCPUSuppressThresholdPercent),
+		CPUSuppressThresholdPercent:        or(t.CPUSuppressThresholdPercent, slov1alpha1.DefaultCPUSuppressThresholdPercent),
 		CPUSuppressMinPercent:              or(t.CPUSuppressMinPercent, 0),
 		CPUSuppressPolicy:                  t.CPUSuppressPolicy,
-		MemoryEvictThresholdPercent:        or(t.MemoryEvictThresholdPercent, defaultMemoryEvictThresholdPercent),
-		CPUEvictBEUsageThresholdPercent:    or(t.CPUEvictBEUsageThresholdPercent, defaultCPUEvictBEUsagePercent),
+		MemoryEvictThresholdPercent:        or(t.MemoryEvictThresholdPercent, slov1alpha1.DefaultMemoryEvictThresholdPercent),
+		CPUEvictBEUsageThresholdPercent:    or(t.CPUEvictBEUsageThresholdPercent, slov1alpha1.DefaultCPUEvictBEUsageThresholdPercent),
 		CPUEvictConfigured:                 t.CPUEvictBESatisfactionLowerPercent != nil && t.CPUEvictBESatisfactionUpperPercent != nil,
 		CPUEvictBESatisfactionLowerPercent: or(t.CPUEvictBESatisfactionLowerPercent, 0),
 		CPUEvictBESatisfactionUpperPercent: or(t.CPUEvictBESatisfactionUpperPercent, 0),
@@ -158,95 +127,42 @@ func resolveThreshold(t *slov1alpha1.ResourceThresholdStrategy) (Threshold, erro
 	if out.CPUSuppressPolicy == "" {
 		out.CPUSuppressPolicy = slov1alpha1.CPUSetPolicy
 	}
-	out.MemoryEvictLowerPercent = or(t.MemoryEvictLowerPercent, out.MemoryEvictThresholdPercent-memoryReleaseBufferPercent)
-	for name, v := range map[string]int64{
-		"cpuSuppressThresholdPercent": out.CPUSuppressThresholdPercent, "cpuSuppressMinPercent": out.CPUSuppressMinPercent,
-		"memoryEvictThresholdPercent": out.MemoryEvictThresholdPercent, "cpuEvictBEUsageThresholdPercent": out.CPUEvictBEUsageThresholdPercent,
-		"cpuEvictBESatisfactionLowerPercent": out.CPUEvictBESatisfactionLowerPercent, "cpuEvictBESatisfactionUpperPercent": out.CPUEvictBESatisfactionUpperPercent,
-	} {
-		if v < 0 || v > 100 {
-			return Threshold{}, fmt.Errorf("%s: %d is not a percentage (0-100)", name, v)
-		}
-	}
-	switch {
-	case out.CPUSuppressPolicy != slov1alpha1.CPUSetPolicy && out.CPUSuppressPolicy != slov1alpha1.CPUCfsQuotaPolicy:
-		return Threshold{}, fmt.Errorf("cpuSuppressPolicy: %q is not cpuset or cfsQuota", out.CPUSuppressPolicy)
-	case out.MemoryEvictLowerPercent < 0 || out.MemoryEvictLowerPercent >= out.MemoryEvictThresholdPercent:
-		return Threshold{}, fmt.Errorf("memoryEvictLowerPercent: %d must be below memoryEvictThresholdPercent %d", out.MemoryEvictLowerPercent, out.MemoryEvictThresholdPercent)
-	case out.CPUSuppressMinPercent > out.CPUSuppressThresholdPercent:
-		return Threshold{}, fmt.Errorf("cpuSuppressMinPercent: %d is above cpuSuppressThresholdPercent %d", out.CPUSuppressMinPercent, out.CPUSuppressThresholdPercent)
-	case out.CPUEvictTimeWindow < 0:
-		return Threshold{}, fmt.Errorf("cpuEvictTimeWindowSeconds: %d is negative", *t.CPUEvictTimeWindowSeconds)
-	}
-	if out.CPUEvictConfigured {
-		switch {
-		case out.CPUEvictBESatisfactionLowerPercent > maxCPUEvictSatisfactionLower:
-			return Threshold{}, fmt.Errorf("cpuEvictBESatisfactionLowerPercent: %d is above %d", out.CPUEvictBESatisfactionLowerPercent, maxCPUEvictSatisfactionLower)
-		case out.CPUEvictBESatisfactionLowerPercent >= out.CPUEvictBESatisfactionUpperPercent:
-			return Threshold{}, fmt.Errorf("cpuEvictBESatisfactionLowerPercent: %d must be below cpuEvictBESatisfactionUpperPercent %d",
-				out.CPUEvictBESatisfactionLowerPercent, out.CPUEvictBESatisfactionUpperPercent)
-		}
-	}
-	return out, nil
+	out.MemoryEvictLowerPercent = or(t.MemoryEvictLowerPercent, out.MemoryEvictThresholdPercent-slov1alpha1.MemoryEvictBufferPercent)
+	return out
 }
 
-func resolveClass(c *slov1alpha1.ResourceQOS, groupIdentity int64) (ClassQOS, error) {
+func resolveClass(c *slov1alpha1.ResourceQOS, groupIdentity int64) ClassQOS {
 	out := ClassQOS{GroupIdentity: groupIdentity}
 	if c == nil {
-		return out, nil
+		return out
 	}
 	if cpu := c.CPUQOS; cpu != nil {
 		out.CPUEnable = cpu.Enable != nil && *cpu.Enable
 		out.GroupIdentity = or(cpu.GroupIdentity, groupIdentity)
 		out.SchedIdle = or(cpu.SchedIdle, 0)
-		if out.GroupIdentity < -1 || out.GroupIdentity > 2 {
-			return ClassQOS{}, fmt.Errorf("cpuQOS.groupIdentity: %d is not within -1-2", out.GroupIdentity)
-		}
-		if out.SchedIdle < 0 || out.SchedIdle > 1 {
-			return ClassQOS{}, fmt.Errorf("cpuQOS.schedIdle: %d is not 0 or 1", out.SchedIdle)
-		}
 	}
 	if m := c.MemoryQOS; m != nil {
 		out.MemoryEnable = m.Enable != nil && *m.Enable
 		out.MinLimitPercent, out.LowLimitPercent, out.ThrottlingPercent = or(m.MinLimitPercent, 0), or(m.LowLimitPercent, 0), or(m.ThrottlingPercent, 0)
-		for name, v := range map[string]int64{"minLimitPercent": out.MinLimitPercent, "lowLimitPercent": out.LowLimitPercent, "throttlingPercent": out.ThrottlingPercent} {
-			if v < 0 || v > 100 {
-				return ClassQOS{}, fmt.Errorf("memoryQOS.%s: %d is not a percentage (0-100)", name, v)
-			}
-		}
 	}
-	return out, nil
+	return out
 }
 
-func resolveBurst(b *slov1alpha1.CPUBurstStrategy) (Burst, error) {
+func resolveBurst(b *slov1alpha1.CPUBurstStrategy) Burst {
 	if b == nil {
 		b = &slov1alpha1.CPUBurstStrategy{}
 	}
 	out := Burst{
 		Policy:                     b.Policy,
-		CPUBurstPercent:            or(b.CPUBurstPercent, defaultCPUBurstPercent),
-		CFSQuotaBurstPercent:       or(b.CFSQuotaBurstPercent, defaultCFSQuotaBurstPercent),
-		CFSQuotaBurstPeriodSeconds: or(b.CFSQuotaBurstPeriodSeconds, defaultCFSQuotaBurstPeriod),
-		SharePoolThresholdPercent:  or(b.SharePoolThresholdPercent, defaultSharePoolThresholdPercent),
+		CPUBurstPercent:            or(b.CPUBurstPercent, slov1alpha1.DefaultCPUBurstPercent),
+		CFSQuotaBurstPercent:       or(b.CFSQuotaBurstPercent, slov1alpha1.DefaultCFSQuotaBurstPercent),
+		CFSQuotaBurstPeriodSeconds: or(b.CFSQuotaBurstPeriodSeconds, slov1alpha1.DefaultCFSQuotaBurstPeriodSeconds),
+		SharePoolThresholdPercent:  or(b.SharePoolThresholdPercent, slov1alpha1.DefaultSharePoolThresholdPercent),
 	}
-	switch out.Policy {
-	case "":
+	if out.Policy == "" {
 		out.Policy = slov1alpha1.CPUBurstNone
-	case slov1alpha1.CPUBurstNone, slov1alpha1.CPUBurstOnly, slov1alpha1.CFSQuotaBurstOnly, slov1alpha1.CPUBurstAuto:
-	default:
-		return Burst{}, fmt.Errorf("policy: %q is not none, cpuBurstOnly, cfsQuotaBurstOnly or auto", out.Policy)
 	}
-	switch {
-	case out.CPUBurstPercent < 0:
-		return Burst{}, fmt.Errorf("cpuBurstPercent: %d is negative", out.CPUBurstPercent)
-	case out.CFSQuotaBurstPercent < 100:
-		return Burst{}, fmt.Errorf("cfsQuotaBurstPercent: %d is below 100", out.CFSQuotaBurstPercent)
-	case out.CFSQuotaBurstPeriodSeconds < -1:
-		return Burst{}, fmt.Errorf("cfsQuotaBurstPeriodSeconds: %d is below -1", out.CFSQuotaBurstPeriodSeconds)
-	case out.SharePoolThresholdPercent < 0 || out.SharePoolThresholdPercent > 100:
-		return Burst{}, fmt.Errorf("sharePoolThresholdPercent: %d is not a percentage (0-100)", out.SharePoolThresholdPercent)
-	}
-	return out, nil
+	return out
 }
 
 // CPUBurstOn and CFSQuotaBurstOn say which halves of the burst policy are on.

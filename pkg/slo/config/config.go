@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
@@ -22,6 +24,9 @@ const (
 	ResourceQOSKey       = "resource-qos-config"
 	CPUBurstKey          = "cpu-burst-config"
 	SystemKey            = "system-config"
+	// InterferenceGuardKey is Koord's own key: the interference guard
+	// (NodeSLO spec.extensions["koord.sh/interferenceGuard"]).
+	InterferenceGuardKey = "interference-guard-config"
 )
 
 // Colocation is how much of a node's measured slack is offered to batch pods.
@@ -74,9 +79,38 @@ func (c Colocation) UpdateAfter() time.Duration {
 // Config is the whole ConfigMap, resolved: defaults filled in, validated.
 type Config struct {
 	Colocation Colocation
-	// NodeSLO is the spec every node's NodeSLO gets (the clusterStrategy of
-	// each strategy key).
+	// NodeSLO is the cluster strategy: every key's clusterStrategy.
 	NodeSLO slov1alpha1.NodeSLOSpec
+	// nodeStrategies are each key's nodeStrategies, in order.
+	nodeStrategies []nodeStrategy
+}
+
+// nodeStrategy is one nodeStrategies entry: the strategy of one key for the
+// nodes its selector matches, laid over the cluster strategy.
+type nodeStrategy struct {
+	key      string
+	name     string
+	selector labels.Selector
+	// spec is the cluster strategy with the entry laid over it (only the
+	// key's own part is taken from it).
+	spec slov1alpha1.NodeSLOSpec
+}
+
+// NodeSLOFor is the NodeSLO spec of a node with the given labels: for each
+// key, the first nodeStrategies entry whose nodeSelector matches (laid over
+// the clusterStrategy), else the clusterStrategy. A nil nodeSelector
+// matches no node, as in Koordinator.
+func (c Config) NodeSLOFor(nodeLabels map[string]string) slov1alpha1.NodeSLOSpec {
+	out := *c.NodeSLO.DeepCopy()
+	done := map[string]bool{}
+	for _, ns := range c.nodeStrategies {
+		if done[ns.key] || !ns.selector.Matches(labels.Set(nodeLabels)) {
+			continue
+		}
+		done[ns.key] = true
+		strategyKeys[ns.key].copy(&out, &ns.spec)
+	}
+	return out
 }
 
 // Default is the configuration when the ConfigMap does not exist.
@@ -88,7 +122,7 @@ func Default() Config {
 // CPU and eviction at 70 % memory, described but not enabled.
 func DefaultNodeSLO() slov1alpha1.NodeSLOSpec {
 	f := false
-	cpu, mem := int64(65), int64(70)
+	cpu, mem := slov1alpha1.DefaultCPUSuppressThresholdPercent, slov1alpha1.DefaultMemoryEvictThresholdPercent
 	return slov1alpha1.NodeSLOSpec{
 		ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
 			Enable:                      &f,
@@ -98,6 +132,51 @@ func DefaultNodeSLO() slov1alpha1.NodeSLOSpec {
 		},
 	}
 }
+
+// strategyKey is how one strategy key of the ConfigMap maps to the NodeSLO
+// spec: overlay decodes a strategy (strictly) over the spec's current one,
+// copy takes that part from one spec into another.
+type strategyKey struct {
+	overlay func(spec *slov1alpha1.NodeSLOSpec, raw []byte) error
+	copy    func(dst, src *slov1alpha1.NodeSLOSpec)
+}
+
+// field makes the strategyKey of a plain spec field.
+func field[T any](get func(*slov1alpha1.NodeSLOSpec) **T) strategyKey {
+	return strategyKey{
+		overlay: func(spec *slov1alpha1.NodeSLOSpec, raw []byte) error { return decodeOver(raw, get(spec)) },
+		copy:    func(dst, src *slov1alpha1.NodeSLOSpec) { *get(dst) = *get(src) },
+	}
+}
+
+var strategyKeys = map[string]strategyKey{
+	ResourceThresholdKey: field(func(s *slov1alpha1.NodeSLOSpec) **slov1alpha1.ResourceThresholdStrategy { return &s.ResourceUsedThresholdWithBE }),
+	ResourceQOSKey:       field(func(s *slov1alpha1.NodeSLOSpec) **slov1alpha1.ResourceQOSStrategy { return &s.ResourceQOSStrategy }),
+	CPUBurstKey:          field(func(s *slov1alpha1.NodeSLOSpec) **slov1alpha1.CPUBurstStrategy { return &s.CPUBurstStrategy }),
+	SystemKey:            field(func(s *slov1alpha1.NodeSLOSpec) **slov1alpha1.SystemStrategy { return &s.SystemStrategy }),
+	InterferenceGuardKey: {
+		overlay: func(spec *slov1alpha1.NodeSLOSpec, raw []byte) error {
+			g, err := spec.GetInterferenceGuard()
+			if err != nil {
+				return err
+			}
+			if g == nil {
+				g = &slov1alpha1.InterferenceGuardStrategy{}
+			}
+			if err := decodeOver(raw, &g); err != nil {
+				return err
+			}
+			return spec.SetInterferenceGuard(g)
+		},
+		copy: func(dst, src *slov1alpha1.NodeSLOSpec) {
+			g, _ := src.GetInterferenceGuard()
+			_ = dst.SetInterferenceGuard(g)
+		},
+	},
+}
+
+// strategyOrder is the order keys are read in (errors name the first bad one).
+var strategyOrder = []string{ResourceThresholdKey, ResourceQOSKey, CPUBurstKey, SystemKey, InterferenceGuardKey}
 
 // Parse resolves a ConfigMap; nil means it does not exist. An error names the
 // key and why; callers keep their previous configuration on error.
@@ -117,52 +196,96 @@ func Parse(cm *corev1.ConfigMap) (Config, error) {
 			return Config{}, where(ColocationKey, err)
 		}
 	}
-	strategies := []struct {
+	// Each strategy key is Koordinator's {"clusterStrategy": {...},
+	// "nodeStrategies": [{"name": ..., "nodeSelector": {...}, <fields>}]}.
+	var entries []struct {
 		key string
-		dst any
-	}{
-		{ResourceThresholdKey, &cfg.NodeSLO.ResourceUsedThresholdWithBE},
-		{ResourceQOSKey, &cfg.NodeSLO.ResourceQOSStrategy},
-		{CPUBurstKey, &cfg.NodeSLO.CPUBurstStrategy},
-		{SystemKey, &cfg.NodeSLO.SystemStrategy},
+		raw []json.RawMessage
 	}
-	for _, s := range strategies {
-		raw, ok := cm.Data[s.key]
+	for _, key := range strategyOrder {
+		raw, ok := cm.Data[key]
 		if !ok {
 			continue
 		}
-		// {"clusterStrategy": {...}}: Koordinator's shape (its per-node
-		// overrides, nodeStrategies, are not supported yet and are rejected
-		// rather than silently ignored).
 		var wrapper struct {
-			ClusterStrategy json.RawMessage `json:"clusterStrategy"`
+			ClusterStrategy json.RawMessage   `json:"clusterStrategy"`
+			NodeStrategies  []json.RawMessage `json:"nodeStrategies"`
 		}
 		if err := decode(raw, &wrapper); err != nil {
-			return Config{}, where(s.key, err)
+			return Config{}, where(key, err)
 		}
-		if len(wrapper.ClusterStrategy) == 0 {
-			continue
-		}
-		if err := decode(string(wrapper.ClusterStrategy), s.dst); err != nil {
-			return Config{}, where(s.key, fmt.Errorf("clusterStrategy: %w", err))
-		}
-	}
-	if t := cfg.NodeSLO.ResourceUsedThresholdWithBE; t != nil {
-		for name, p := range map[string]*int64{
-			"cpuSuppressThresholdPercent": t.CPUSuppressThresholdPercent,
-			"memoryEvictThresholdPercent": t.MemoryEvictThresholdPercent,
-		} {
-			if p != nil && (*p < 0 || *p > 100) {
-				return Config{}, where(ResourceThresholdKey, fmt.Errorf("clusterStrategy.%s %d is not a percentage (0-100)", name, *p))
+		if len(wrapper.ClusterStrategy) > 0 && string(wrapper.ClusterStrategy) != "null" {
+			if err := strategyKeys[key].overlay(&cfg.NodeSLO, wrapper.ClusterStrategy); err != nil {
+				return Config{}, where(key, fmt.Errorf("clusterStrategy: %w", err))
 			}
+			// The keys before this one passed: an error is this key's.
+			if err := cfg.NodeSLO.Validate(); err != nil {
+				return Config{}, where(key, fmt.Errorf("clusterStrategy: %w", err))
+			}
+		}
+		entries = append(entries, struct {
+			key string
+			raw []json.RawMessage
+		}{key, wrapper.NodeStrategies})
+	}
+	for _, e := range entries {
+		for i, raw := range e.raw {
+			ns, err := parseNodeStrategy(e.key, raw, cfg.NodeSLO)
+			if err != nil {
+				return Config{}, where(e.key, fmt.Errorf("nodeStrategies[%d]: %w", i, err))
+			}
+			cfg.nodeStrategies = append(cfg.nodeStrategies, ns)
 		}
 	}
 	return cfg, nil
 }
 
-// decode is strict: an unknown field is a typo an operator wants to hear about.
-func decode(raw string, into any) error {
-	d := json.NewDecoder(bytes.NewReader([]byte(raw)))
+// parseNodeStrategy reads one nodeStrategies entry: its profile (name,
+// nodeSelector) and, inline, the key's strategy fields laid over the
+// cluster strategy.
+func parseNodeStrategy(key string, raw json.RawMessage, cluster slov1alpha1.NodeSLOSpec) (nodeStrategy, error) {
+	var fields map[string]json.RawMessage
+	if err := decode(string(raw), &fields); err != nil {
+		return nodeStrategy{}, err
+	}
+	ns := nodeStrategy{key: key, selector: labels.Nothing(), spec: *cluster.DeepCopy()}
+	if v, ok := fields["name"]; ok {
+		if err := json.Unmarshal(v, &ns.name); err != nil {
+			return nodeStrategy{}, fmt.Errorf("name: %w", err)
+		}
+		delete(fields, "name")
+	}
+	if v, ok := fields["nodeSelector"]; ok {
+		var sel *metav1.LabelSelector
+		if err := decode(string(v), &sel); err != nil {
+			return nodeStrategy{}, fmt.Errorf("nodeSelector: %w", err)
+		}
+		if sel != nil {
+			s, err := metav1.LabelSelectorAsSelector(sel)
+			if err != nil {
+				return nodeStrategy{}, fmt.Errorf("nodeSelector: %w", err)
+			}
+			ns.selector = s
+		}
+		delete(fields, "nodeSelector")
+	}
+	rest, err := json.Marshal(fields)
+	if err != nil {
+		return nodeStrategy{}, err
+	}
+	if err := strategyKeys[key].overlay(&ns.spec, rest); err != nil {
+		return nodeStrategy{}, err
+	}
+	if err := ns.spec.Validate(); err != nil {
+		return nodeStrategy{}, err
+	}
+	return ns, nil
+}
+
+// decodeOver decodes raw strictly over what into already holds (fields it
+// leaves out keep their value).
+func decodeOver(raw []byte, into any) error {
+	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()
 	if err := d.Decode(into); err != nil {
 		return err
@@ -172,6 +295,9 @@ func decode(raw string, into any) error {
 	}
 	return nil
 }
+
+// decode is strict: an unknown field is a typo an operator wants to hear about.
+func decode(raw string, into any) error { return decodeOver([]byte(raw), into) }
 
 func (c Colocation) validate() error {
 	switch {

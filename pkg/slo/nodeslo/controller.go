@@ -1,5 +1,7 @@
-// Package nodeslo keeps one NodeSLO per node, its spec the cluster strategy
-// of the slo-controller-config ConfigMap; koordlet reads it to enforce QoS.
+// Package nodeslo keeps one NodeSLO per node, its spec the strategies of
+// the slo-controller-config ConfigMap for that node (each key's
+// clusterStrategy, or the first of its nodeStrategies whose nodeSelector
+// matches the node's labels); koordlet reads it to enforce QoS.
 package nodeslo
 
 import (
@@ -34,7 +36,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// A deleted node's NodeSLO goes with it (owner reference).
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	want := r.Config.Get(ctx).NodeSLO
+	want := r.Config.Get(ctx).NodeSLOFor(node.Labels)
 	var slo slov1alpha1.NodeSLO
 	err := r.Client.Get(ctx, req.NamespacedName, &slo)
 	if apierrors.IsNotFound(err) {
@@ -57,7 +59,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: index.Never})).
+		// A node's labels pick its nodeStrategies; nothing else of it matters.
+		For(&corev1.Node{}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&slov1alpha1.NodeSLO{}, handler.EnqueueRequestsFromMapFunc(index.SameName)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(index.AllNodes(mgr.GetClient())),
 			builder.WithPredicates(index.Is(r.Config.Key))).
