@@ -76,7 +76,7 @@ images: build
 		$(IMAGES)/bin/ociimage --out $(IMAGES)/$$c.tar --tag koord/$$c:$(IMAGE_TAG) \
 			--file $(BIN)/$$c=/usr/local/bin/$$c --entrypoint /usr/local/bin/$$c; \
 	done
-	for c in burner sleeper; do \
+	for c in burner sleeper ticker; do \
 		$(IMAGES)/bin/ociimage --out $(IMAGES)/$$c.tar --tag koord/$$c:$(IMAGE_TAG) \
 			--file $(IMAGES)/bin/$$c=/usr/local/bin/$$c --entrypoint /usr/local/bin/$$c; \
 	done

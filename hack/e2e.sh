@@ -46,7 +46,7 @@ log "building the suite"
 go test -c -o "$OUT/e2e.test" ./test/e2e
 trap teardown EXIT
 "$CLUSTER" up
-"$CLUSTER" import "$OUT"/images/{koord-scheduler,koordlet,koord-manager,sleeper,burner}.tar
+"$CLUSTER" import "$OUT"/images/{koord-scheduler,koordlet,koord-manager,sleeper,burner,ticker}.tar
 log "helm install $RELEASE (tag $IMAGE_TAG)"
 "$HELM" install "$RELEASE" deploy/charts/koord --namespace "$NS" --create-namespace --wait --timeout 5m \
 	--values test/e2e/values.yaml --set-string imageTag="$IMAGE_TAG" \

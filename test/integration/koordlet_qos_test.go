@@ -171,8 +171,8 @@ func TestKoordletEnforcesNodeSLO(t *testing.T) {
 	waitFile(t, ctx, file("cpu/kubepods/besteffort/cpu.idle"), "1")
 	waitFile(t, ctx, file("cpuset/kubepods/burstable/pod"+string(mustPod(t, ctx, cp, "web").UID)+"/web-c/cpuset.cpus"), "0-7")
 
-	t.Log("the load falls to one CPU: 8 × 50 % − 1 = 3 CPUs, within two samples")
-	fixture.simulateLoad(t, ctx, 1)
+	t.Log("the load falls to half a CPU: 8 × 50 % − 0.5 = 3.5, 3 whole CPUs, within two samples")
+	fixture.simulateLoad(t, ctx, 0.5)
 	three := waitFileThat(t, ctx, file("cpuset/kubepods/besteffort/cpuset.cpus"), "three CPUs", func(s string) bool { return cpusOf(s) == 3 })
 
 	t.Log("a restarted koordlet converges to the same values")

@@ -5,15 +5,13 @@
 //	BE may use = capacity × cpuSuppressThresholdPercent − non-BE pods' usage − max(system usage, kubelet-reserved CPU)
 //
 // measured at the latest sample. With cpuSuppressPolicy cpuset the
-// besteffort cgroup gets that many whole CPUs from the shared pool (never CPUs
+// besteffort cgroup gets that many whole CPUs, rounded down, from the shared pool (never CPUs
 // bound to LSE/LSR pods or reservations); with cfsQuota it gets that much CFS
 // quota. A floor keeps BE from freezing. The interference guard (guard.go)
 // lowers the threshold while LS pods wait too long for a CPU.
 package cpusuppress
 
 import (
-	"math"
-
 	"k8s.io/utils/cpuset"
 
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
@@ -86,8 +84,10 @@ func Decide(in Input) Result {
 		if in.Prev != nil {
 			prev = in.Prev.CPUs
 		}
-		n := int(math.Ceil(float64(allowed) / 1000))
-		r.CPUs = Pick(in.Pool, in.CPUs, n, prev)
+		// Whole CPUs, rounded down: BE never gets more than the formula
+		// allows (Koordinator rounds up, which on a small node means no
+		// suppression at all).
+		r.CPUs = Pick(in.Pool, in.CPUs, int(allowed/1000), prev)
 	}
 	return r
 }

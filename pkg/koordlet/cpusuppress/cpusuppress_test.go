@@ -30,12 +30,12 @@ func TestDecide(t *testing.T) {
 		wantCPUs  int
 	}{
 		// Koordinator's formula: 8 × 65 % − 2 (LS) − max(0.5 system, 0.2 reserved) = 2.7.
-		{"formula", func(*Input) {}, 2700, 3},
-		{"reserved above system", func(in *Input) { in.ReservedMilli = 1000 }, 2200, 3},
+		{"formula", func(*Input) {}, 2700, 2},
+		{"reserved above system", func(in *Input) { in.ReservedMilli = 1000 }, 2200, 2},
 		{"busy LS: the floor of one CPU", func(in *Input) { in.NonBEUsedMilli = 5000 }, 1000, 1},
 		{"busy LS, cfsQuota: the floor of 0.1 CPU", func(in *Input) { in.NonBEUsedMilli = 5000; in.Policy = slov1alpha1.CPUCfsQuotaPolicy }, 100, 0},
 		{"cpuSuppressMinPercent above the floor", func(in *Input) { in.NonBEUsedMilli = 5000; in.MinPercent = 25 }, 2000, 2},
-		{"two guard steps take 20 % of the node", func(in *Input) { in.GuardSteps = 2 }, 1100, 2},
+		{"two guard steps take 20 % of the node", func(in *Input) { in.GuardSteps = 2 }, 1100, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := base
