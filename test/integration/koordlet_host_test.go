@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,50 +63,10 @@ func TestKoordletOnThisHost(t *testing.T) {
 
 	// The cgroups kubelet and containerd would make, in every hierarchy koordlet reads.
 	parent := fmt.Sprintf("koord-host-test-%d", os.Getpid())
-	rel := []string{parent, parent + "/kubepods", parent + "/kubepods/burstable",
-		parent + "/kubepods/burstable/pod" + string(pod.UID), parent + "/kubepods/burstable/pod" + string(pod.UID) + "/burner-c"}
-	mems, _ := os.ReadFile("/sys/fs/cgroup/cpuset/cpuset.mems")
-	cpus, _ := os.ReadFile("/sys/fs/cgroup/cpuset/cpuset.cpus")
-	var made []string
-	var procs []*exec.Cmd
-	t.Cleanup(func() {
-		for _, c := range procs {
-			_ = c.Process.Kill()
-			_, _ = c.Process.Wait()
-		}
-		for i := len(made) - 1; i >= 0; i-- {
-			if err := os.Remove(made[i]); err != nil {
-				t.Errorf("removing %s: %v", made[i], err)
-			}
-		}
-	})
-	for _, c := range []string{"cpuset", "cpu", "cpuacct", "memory"} {
-		for _, r := range rel {
-			d := filepath.Join("/sys/fs/cgroup", c, r)
-			if err := os.Mkdir(d, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			made = append(made, d)
-			if c == "cpuset" {
-				for f, v := range map[string][]byte{"cpuset.mems": mems, "cpuset.cpus": cpus} {
-					if err := os.WriteFile(filepath.Join(d, f), []byte(strings.TrimSpace(string(v))), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-		}
-	}
+	podDir := "kubepods/burstable/pod" + string(pod.UID)
+	hostCgroups(t, parent, "kubepods", "kubepods/burstable", podDir, podDir+"/burner-c")
 	for i := 0; i < 4; i++ {
-		cmd := exec.Command("sh", "-c", "while :; do :; done")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, cmd)
-		for _, c := range []string{"cpuset", "cpu", "cpuacct", "memory"} {
-			if err := os.WriteFile(filepath.Join("/sys/fs/cgroup", c, rel[len(rel)-1], "cgroup.procs"), []byte(fmt.Sprint(cmd.Process.Pid)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		runIn(t, parent+"/"+podDir+"/burner-c", "sh", "-c", "while :; do :; done")
 	}
 
 	reg := prometheus.NewRegistry()
@@ -171,4 +132,164 @@ func TestKoordletOnThisHost(t *testing.T) {
 	if !found["koordlet_pod_runqueue_latency_seconds"] {
 		t.Errorf("no per-pod run-queue latency histogram on /metrics (have %v)", found)
 	}
+}
+
+// hostCgroups makes, as kubelet would, the given cgroups under parent (made
+// first) in this host's cpuset, cpu, cpuacct and memory v1 hierarchies,
+// removed children first when the test ends, after the processes runIn put
+// in them (cleanups run last-in first-out).
+func hostCgroups(t *testing.T, parent string, dirs ...string) {
+	t.Helper()
+	mems, _ := os.ReadFile("/sys/fs/cgroup/cpuset/cpuset.mems")
+	cpus, _ := os.ReadFile("/sys/fs/cgroup/cpuset/cpuset.cpus")
+	var made []string
+	t.Cleanup(func() {
+		for i := len(made) - 1; i >= 0; i-- {
+			// A killed process group's last task may take a moment to leave.
+			var err error
+			for try := 0; try < 50; try++ {
+				if err = os.Remove(made[i]); err == nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err != nil {
+				t.Errorf("removing %s: %v", made[i], err)
+			}
+		}
+	})
+	for _, c := range []string{"cpuset", "cpu", "cpuacct", "memory"} {
+		for _, r := range append([]string{""}, dirs...) {
+			d := filepath.Join("/sys/fs/cgroup", c, parent, r)
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			made = append(made, d)
+			if c == "cpuset" {
+				for f, v := range map[string][]byte{"cpuset.mems": mems, "cpuset.cpus": cpus} {
+					if err := os.WriteFile(filepath.Join(d, f), []byte(strings.TrimSpace(string(v))), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+}
+
+// runIn starts a command in a cgroup (relative to each v1 hierarchy's root)
+// and kills it when the test ends, before its cgroups are removed.
+func runIn(t *testing.T, cgroup string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	// Its own process group, so that its children (a shell's sleeps) go too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _, _ = cmd.Process.Wait() })
+	for _, c := range []string{"cpuset", "cpu", "cpuacct", "memory"} {
+		if err := os.WriteFile(filepath.Join("/sys/fs/cgroup", c, cgroup, "cgroup.procs"), []byte(fmt.Sprint(cmd.Process.Pid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The interference guard closes BE suppression's loop on what the eBPF probe
+// measures on this host: while an LS pod's p99 run-queue latency is over the
+// target (1 µs: any wait), BE's CFS quota comes down step by step; with a
+// target it meets, the steps are given back.
+func TestInterferenceGuardOnThisHost(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for cgroups and eBPF (CI runs as root)")
+	}
+	for _, c := range []string{"cpuset", "cpu", "cpuacct", "memory"} {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "cgroup.procs")); err != nil {
+			t.Skipf("no cgroup v1 %s hierarchy on this host: %v", c, err)
+		}
+	}
+	ctx := testContext(t)
+	cp := startControlPlane(t, controlplane.Options{})
+	const node = "guard-1"
+	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: node, CPU: "2", Memory: "8Gi"}); err != nil {
+		t.Fatal(err)
+	}
+	pods := map[string]*corev1.Pod{}
+	for name, qos := range map[string]string{"ticker": "LS", "batch": "BE"} {
+		spec := controlplane.PodSpec{Name: name, Labels: map[string]string{"koordinator.sh/qosClass": qos}}
+		if qos == "LS" {
+			spec.CPU = "100m"
+		}
+		pod, err := controlplane.MakePod(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Spec.NodeName = node
+		if pod, err = cp.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", ContainerID: "containerd://" + name + "-c"}}
+		if pods[name], err = cp.Client.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent := fmt.Sprintf("koord-guard-test-%d", os.Getpid())
+	ls := "kubepods/burstable/pod" + string(pods["ticker"].UID)
+	be := "kubepods/besteffort/pod" + string(pods["batch"].UID)
+	hostCgroups(t, parent, "kubepods", "kubepods/burstable", "kubepods/besteffort", ls, ls+"/ticker-c", be, be+"/batch-c")
+	// The LS pod wakes up all the time; the BE pod keeps a CPU busy.
+	runIn(t, parent+"/"+ls+"/ticker-c", "sh", "-c", "while :; do sleep 0.001; done")
+	runIn(t, parent+"/"+be+"/batch-c", "sh", "-c", "while :; do :; done")
+
+	guard := func(target int) string {
+		return fmt.Sprintf(`{"resourceUsedThresholdWithBE":{"enable":true,"cpuSuppressThresholdPercent":100,"cpuSuppressPolicy":"cfsQuota"},
+			"extensions":{"koord.sh/interferenceGuard":{"enable":true,"lsRunQueueLatencyP99Microseconds":%d,"stepPercent":10,"minWaits":10}}}`, target)
+	}
+	setNodeSLO(t, ctx, cp, node, guard(1))
+	reg := prometheus.NewRegistry()
+	a, err := agent.New(cp.Client, cp.Koord, agent.Options{NodeName: node, SysfsRoot: "/sys", ProcfsRoot: "/proc",
+		CgroupRoot: "/sys/fs/cgroup", KubeletCgroupRoot: parent, RunQueueLatency: true,
+		CollectInterval: 300 * time.Millisecond, ReconcileInterval: 300 * time.Millisecond}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(actx) }()
+	defer func() { cancel(); <-done }()
+
+	steps := func() float64 {
+		families, _ := reg.Gather()
+		for _, f := range families {
+			if f.GetName() == "koordlet_interference_guard_steps" {
+				return f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	quota := filepath.Join("/sys/fs/cgroup/cpu", parent, "kubepods/besteffort/cpu.cfs_quota_us")
+	readQuota := func() int64 {
+		b, _ := os.ReadFile(quota)
+		var v int64
+		_, _ = fmt.Sscan(string(b), &v)
+		return v
+	}
+	var last string
+	waitFor := func(what string, ok func(float64, int64) bool) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			s, q := steps(), readQuota()
+			last = fmt.Sprintf("%v steps, besteffort quota %d", s, q)
+			return ok(s, q), nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %s", what, last)
+		}
+		t.Logf("%s: %s", what, last)
+	}
+	// 100 % of 2 CPUs less the LS pod and the system: about 2 CPUs of quota
+	// at first; each step takes 0.2 CPU, down to the floor of 0.1 CPU.
+	waitFor("tightened", func(s float64, q int64) bool { return s >= 3 && q > 0 && q <= 150000 })
+	setNodeSLO(t, ctx, cp, node, guard(1000000))
+	waitFor("relaxed", func(s float64, q int64) bool { return s == 0 && q > 150000 })
 }
