@@ -141,6 +141,9 @@ func run(keep bool) error {
 	if err := sched.Err(); err != nil {
 		return err
 	}
+	if err := koordletScene(ctx, cp); err != nil {
+		return fmt.Errorf("koordlet scene: %w", err)
+	}
 	if err := reservationScene(ctx, cp); err != nil {
 		return fmt.Errorf("reservation scene: %w", err)
 	}
@@ -242,14 +245,15 @@ func printPlacements(ctx context.Context, cp *controlplane.ControlPlane) error {
 
 // startManager runs koord-manager's controllers in this process. The demo's
 // nodes are simulated (their batch capacity and usage are set above), so
-// only the reservation lifecycle and NodeMetric collection are enabled.
+// batch resources are not computed; NodeSLOs, NodeMetric collection and the
+// reservation lifecycle run.
 func startManager(ctx context.Context, cp *controlplane.ControlPlane) (stop func(), err error) {
 	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
 	ctrl.SetLogger(klog.NewKlogr()) // into the log file, like the rest
 	gates := features.New()
-	if err := gates.Set("BatchResource=false,NodeSLOSync=false"); err != nil {
+	if err := gates.Set("BatchResource=false"); err != nil {
 		return nil, err
 	}
 	mctx, cancel := context.WithCancel(ctx)

@@ -3,9 +3,11 @@
 package topologytest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/utils/cpuset"
 
@@ -85,4 +87,65 @@ func WriteSysfs(dir string, sockets, numaPerSocket, coresPerNUMA, threads int, m
 // idle jiffies as idle time; tests advance both to simulate load.
 func ProcStat(busy, idle uint64) string {
 	return fmt.Sprintf("cpu  %d 0 0 %d 0 0 0 0 0 0\nintr 0\n", busy, idle)
+}
+
+// WriteCgroup makes a fixture cgroup dir (relative to the hierarchies' root
+// dir) with every file koordlet reads or writes, at the kernel's defaults:
+// in each v1 controller's hierarchy, or in the one v2 hierarchy (whose root
+// also gets cgroup.controllers). cpus is its cpuset.cpus.
+func WriteCgroup(root string, v2 bool, dir, cpus string) error {
+	files := map[string]string{
+		"cpuset/" + dir + "/cpuset.cpus": cpus, "cpu/" + dir + "/cpu.shares": "2", "cpu/" + dir + "/cpu.cfs_quota_us": "-1",
+		"cpu/" + dir + "/cpu.cfs_period_us": "100000", "cpu/" + dir + "/cpu.cfs_burst_us": "0", "cpu/" + dir + "/cpu.idle": "0",
+		"cpu/" + dir + "/cpu.stat": "nr_periods 0\nnr_throttled 0\nthrottled_time 0", "cpuacct/" + dir + "/cpuacct.usage": "123456789",
+		"memory/" + dir + "/memory.limit_in_bytes": "9223372036854771712", "memory/" + dir + "/memory.usage_in_bytes": "104857600",
+		"memory/" + dir + "/memory.stat": "total_inactive_file 1048576",
+	}
+	if v2 {
+		files = map[string]string{
+			"cgroup.controllers": "cpuset cpu io memory pids",
+			dir + "/cpuset.cpus":  cpus, dir + "/cpu.weight": "1", dir + "/cpu.max": "max 100000", dir + "/cpu.max.burst": "0",
+			dir + "/cpu.idle": "0", dir + "/cpu.stat": "usage_usec 123456\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0",
+			dir + "/memory.max": "max", dir + "/memory.min": "0", dir + "/memory.low": "0", dir + "/memory.high": "max",
+			dir + "/memory.current": "104857600", dir + "/memory.stat": "anon 103809024\ninactive_file 1048576",
+		}
+	}
+	for f, content := range files {
+		path := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(content+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SimulateLoad rewrites procfs/stat every few milliseconds, as if cores()
+// of the machine's cpus CPUs were busy, until ctx ends; done is closed then.
+func SimulateLoad(ctx context.Context, procfs string, cpus int, cores func() float64) (done <-chan struct{}) {
+	d := make(chan struct{})
+	go func() {
+		defer close(d)
+		var busy, idle float64
+		last := time.Now()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-time.After(5 * time.Millisecond):
+				c := cores()
+				secs := now.Sub(last).Seconds()
+				last = now
+				busy += c * 100 * secs
+				idle += (float64(cpus) - c) * 100 * secs
+				tmp := filepath.Join(procfs, "stat.tmp")
+				if os.WriteFile(tmp, []byte(ProcStat(uint64(busy), uint64(idle))), 0o644) == nil {
+					_ = os.Rename(tmp, filepath.Join(procfs, "stat"))
+				}
+			}
+		}
+	}()
+	return d
 }

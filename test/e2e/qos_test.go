@@ -468,5 +468,5 @@ func scaleManager(ctx context.Context, replicas int32) {
 		}
 		pods, _ := kube.CoreV1().Pods(koordNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=koord-manager"})
 		return d.Status.ReadyReplicas == replicas && (replicas > 0 || len(pods.Items) == 0)
-	}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeTrue(), "koord-manager at %d replicas", replicas)
+	}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "koord-manager at %d replicas", replicas)
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,25 +15,37 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/koord-project/koord/apis/extension"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/internal/topologytest"
+	"github.com/koord-project/koord/pkg/koordlet/cgroup/cgrouptest"
 )
 
 // BenchmarkKoordletSteadyState runs bin/koordlet (default intervals: reconcile
 // 1 s, sample 5 s, report 60 s) for a node with 100 running pods on fixture
-// trees for 60 s, and reports its resident memory and CPU use. One
-// iteration takes over a minute: run it with -benchtime 1x.
+// trees for 60 s, and reports its resident memory and CPU use: with no QoS
+// strategy, and with every one on (all gates, a NodeSLO enabling every
+// strategy, 60 LS pods with a CPU limit and 30 BE pods on batch resources, a
+// v2 tree so that memory QoS has its files). One iteration takes over a
+// minute: run it with -benchtime 1x.
 func BenchmarkKoordletSteadyState(b *testing.B) {
-	for b.Loop() {
-		rss, cpu := koordletSteadyState(b)
-		b.ReportMetric(rss, "RSS-MiB")
-		b.ReportMetric(cpu, "%CPU")
+	for _, all := range []bool{false, true} {
+		b.Run(map[bool]string{false: "Strategies=none", true: "Strategies=all"}[all], func(b *testing.B) {
+			for b.Loop() {
+				rss, cpu, perCycle := koordletSteadyState(b, all)
+				b.ReportMetric(rss, "RSS-MiB")
+				b.ReportMetric(cpu, "%CPU")
+				b.ReportMetric(perCycle, "CPU-ms/reconcile")
+			}
+		})
 	}
 }
 
-func koordletSteadyState(b *testing.B) (rssMiB, cpuPercent float64) {
+func koordletSteadyState(b *testing.B, allStrategies bool) (rssMiB, cpuPercent, cpuMsPerReconcile float64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cp, err := controlplane.Start(b, controlplane.Options{})
@@ -44,10 +57,25 @@ func koordletSteadyState(b *testing.B) (rssMiB, cpuPercent float64) {
 		b.Fatal(err)
 	}
 	sysfs, fixture := fixtureFor(b)
+	for _, d := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
+		cgrouptest.WriteCgroup(b, fixture.cgroupRoot, allStrategies, d, "0-127")
+	}
 	for i := 0; i < 100; i++ {
-		pod, err := controlplane.MakePod(controlplane.PodSpec{Name: fmt.Sprintf("p%03d", i), CPU: "100m", Memory: "128Mi"})
+		spec := controlplane.PodSpec{Name: fmt.Sprintf("p%03d", i), CPU: "100m", Memory: "128Mi"}
+		pod, err := controlplane.MakePod(spec)
 		if err != nil {
 			b.Fatal(err)
+		}
+		qosDir := "kubepods/burstable"
+		switch {
+		case allStrategies && i >= 40:
+			pod.Labels = map[string]string{extension.LabelPodQoS: "BE"}
+			pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{extension.BatchCPU: resource.MustParse("500"), extension.BatchMemory: resource.MustParse("1Gi")},
+				Limits:   corev1.ResourceList{extension.BatchCPU: resource.MustParse("1000"), extension.BatchMemory: resource.MustParse("2Gi")}}
+			qosDir = "kubepods/besteffort"
+		case allStrategies && i >= 10:
+			pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 		}
 		pod.Spec.NodeName = "steady"
 		if pod, err = cp.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -58,19 +86,19 @@ func koordletSteadyState(b *testing.B) (rssMiB, cpuPercent float64) {
 		if _, err := cp.Client.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		podDir := filepath.Join("kubepods/burstable", "pod"+string(pod.UID))
-		for file, content := range map[string]string{
-			"cpuset/" + podDir + "/cpuset.cpus": "0-127\n", "cpuset/" + podDir + fmt.Sprintf("/c%03d/cpuset.cpus", i): "0-127\n",
-			"cpuacct/" + podDir + "/cpuacct.usage": "1000\n", "memory/" + podDir + "/memory.usage_in_bytes": "1048576\n",
-			"memory/" + podDir + "/memory.stat": "total_inactive_file 0\n",
-		} {
-			path := filepath.Join(fixture.cgroupRoot, file)
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				b.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-				b.Fatal(err)
-			}
+		podDir := filepath.Join(qosDir, "pod"+string(pod.UID))
+		cgrouptest.WriteCgroup(b, fixture.cgroupRoot, allStrategies, podDir, "0-127")
+		cgrouptest.WriteCgroup(b, fixture.cgroupRoot, allStrategies, filepath.Join(podDir, fmt.Sprintf("c%03d", i)), "0-127")
+	}
+	args := []string{"--runqueue-latency=false"}
+	if allStrategies {
+		args = []string{"--runqueue-latency=false", "--feature-gates=BECPUSuppress=true,BECPUEvict=true,BEMemoryEvict=true,CPUBurst=true,CgroupReconcile=true,GroupIdentity=true,BatchResource=true"}
+		slo := &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "steady"}}
+		if err := json.Unmarshal([]byte(cgrouptest.EveryStrategy), &slo.Spec); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := cp.Koord.SloV1alpha1().NodeSLOs().Create(ctx, slo, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
 		}
 	}
 	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
@@ -78,8 +106,8 @@ func koordletSteadyState(b *testing.B) (rssMiB, cpuPercent float64) {
 		b.Fatal(err)
 	}
 	bin := commandBinaryB(b)
-	cmd := exec.Command(bin, "--node-name=steady", "--kubeconfig="+kubeconfig, "--sysfs-root="+sysfs, "--procfs-root="+fixture.procfs,
-		"--cgroup-root="+fixture.cgroupRoot, "--kubelet-root-dir="+b.TempDir(), "--metrics-addr=127.0.0.1:0", "--runqueue-latency=false")
+	cmd := exec.Command(bin, append([]string{"--node-name=steady", "--kubeconfig=" + kubeconfig, "--sysfs-root=" + sysfs, "--procfs-root=" + fixture.procfs,
+		"--cgroup-root=" + fixture.cgroupRoot, "--kubelet-root-dir=" + b.TempDir(), "--metrics-addr=127.0.0.1:0"}, args...)...)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -89,7 +117,9 @@ func koordletSteadyState(b *testing.B) (rssMiB, cpuPercent float64) {
 	start := time.Now()
 	time.Sleep(60 * time.Second)
 	cpu1 := cpuTicks(b, cmd.Process.Pid)
-	return vmRSS(b, cmd.Process.Pid) / 1024, float64(cpu1-cpu0) / 100 / time.Since(start).Seconds() * 100
+	secs := time.Since(start).Seconds()
+	// One reconcile a second, the default --reconcile-interval.
+	return vmRSS(b, cmd.Process.Pid) / 1024, float64(cpu1-cpu0) / 100 / secs * 100, float64(cpu1-cpu0) * 10 / secs
 }
 
 func fixtureFor(b *testing.B) (string, fixtureNode) {
@@ -99,9 +129,6 @@ func fixtureFor(b *testing.B) (string, fixtureNode) {
 		b.Fatal(err)
 	}
 	cgroupRoot := filepath.Join(dir, "cgroup")
-	if err := os.MkdirAll(filepath.Join(cgroupRoot, "cpuset/kubepods/burstable"), 0o755); err != nil {
-		b.Fatal(err)
-	}
 	return sysfs, fixtureNode{procfs: procfs, cgroupRoot: cgroupRoot, cpus: 128, load: new(atomic.Uint64), started: new(sync.Once)}
 }
 

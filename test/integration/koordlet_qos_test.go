@@ -22,6 +22,7 @@ import (
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/koordlet/agent"
+	"github.com/koord-project/koord/pkg/koordlet/cgroup/cgrouptest"
 	"github.com/koord-project/koord/pkg/slo/config"
 )
 
@@ -59,15 +60,11 @@ func qosPod(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, fi
 	return pod
 }
 
-// writeCgroup makes a fixture v1 cgroup with the files the strategies
-// touch, at the kernel's defaults.
+// writeCgroup makes a fixture v1 cgroup of an 8-CPU node with the files
+// the strategies touch, at the kernel's defaults.
 func writeCgroup(t *testing.T, root, dir string) {
 	t.Helper()
-	writeFiles(t, root, map[string]string{
-		"cpuset/" + dir + "/cpuset.cpus": "0-7", "cpu/" + dir + "/cpu.shares": "2", "cpu/" + dir + "/cpu.cfs_quota_us": "-1",
-		"cpu/" + dir + "/cpu.cfs_period_us": "100000", "cpu/" + dir + "/cpu.cfs_burst_us": "0", "cpu/" + dir + "/cpu.idle": "0",
-		"cpu/" + dir + "/cpu.stat": "nr_periods 0\nnr_throttled 0\nthrottled_time 0", "memory/" + dir + "/memory.limit_in_bytes": "9223372036854771712",
-	})
+	cgrouptest.WriteCgroup(t, root, false, dir, "0-7")
 }
 
 func writeFiles(t *testing.T, root string, files map[string]string) {

@@ -3,9 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
-	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,30 +44,8 @@ func (n fixtureNode) simulateLoad(t *testing.T, ctx context.Context, cores float
 	n.load.Store(math.Float64bits(cores))
 	n.started.Do(func() {
 		ctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
+		done := topologytest.SimulateLoad(ctx, n.procfs, n.cpus, func() float64 { return math.Float64frombits(n.load.Load()) })
 		t.Cleanup(func() { cancel(); <-done })
-		go func() {
-			defer close(done)
-			var busy, idle float64
-			last := time.Now()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case now := <-time.After(5 * time.Millisecond):
-					cores := math.Float64frombits(n.load.Load())
-					secs := now.Sub(last).Seconds()
-					last = now
-					busy += cores * 100 * secs
-					idle += (float64(n.cpus) - cores) * 100 * secs
-					stat := topologytest.ProcStat(uint64(busy), uint64(idle))
-					tmp := filepath.Join(n.procfs, "stat.tmp")
-					if os.WriteFile(tmp, []byte(stat), 0o644) == nil {
-						_ = os.Rename(tmp, filepath.Join(n.procfs, "stat"))
-					}
-				}
-			}
-		}()
 	})
 }
 

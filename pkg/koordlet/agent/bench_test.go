@@ -2,8 +2,8 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -18,20 +18,31 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/koord-project/koord/apis/extension"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/topologytest"
 	koordfake "github.com/koord-project/koord/pkg/client/clientset/versioned/fake"
+	"github.com/koord-project/koord/pkg/features"
+	"github.com/koord-project/koord/pkg/koordlet/cgroup/cgrouptest"
 )
 
 // benchAgent is an agent on a 2×2×16×2 fixture machine with 100 running
-// Burstable pods, each with a fixture cgroup (cpuset, cpuacct, memory) and
-// one container; ten of them are LSR pods bound to 2 CPUs.
-func benchAgent(b *testing.B) (*Agent, context.Context) {
+// pods, each with a fixture cgroup and one container; ten of them are LSR
+// pods bound to 2 CPUs. Without strategies, the other 90 are Burstable LS
+// pods on a v1 tree with cpuset, cpuacct and memory files. With every
+// strategy (all gates on and a NodeSLO enabling every strategy), 60 LS pods
+// have a CPU limit (CPU burst) and 30 are BE pods on batch resources, on a
+// v2 tree (so that memory QoS has its files too).
+func benchAgent(b *testing.B, allStrategies bool) (*Agent, context.Context) {
 	sysfs, procfs, err := topologytest.WriteSysfs(b.TempDir(), 2, 2, 16, 2, 64<<30)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cgroupRoot := b.TempDir()
 	objs := []runtime.Object{&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "uid-n1"}}}
+	var koordObjs []runtime.Object
+	for _, d := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
+		cgrouptest.WriteCgroup(b, cgroupRoot, allStrategies, d, "0-127")
+	}
 	for i := 0; i < 100; i++ {
 		uid := types.UID(fmt.Sprintf("uid-%03d", i))
 		p := &corev1.Pod{
@@ -40,30 +51,38 @@ func benchAgent(b *testing.B) (*Agent, context.Context) {
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "c", ContainerID: fmt.Sprintf("containerd://c%03d", i)}}},
 		}
-		if i < 10 {
+		qosDir := "kubepods/burstable"
+		switch {
+		case i < 10:
 			p.Annotations = map[string]string{extension.AnnotationResourceStatus: fmt.Sprintf(`{"cpuset":"%d,%d"}`, i, i+64)}
+		case allStrategies && i < 70:
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		case allStrategies:
+			p.Labels = map[string]string{extension.LabelPodQoS: "BE"}
+			p.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{extension.BatchCPU: resource.MustParse("500"), extension.BatchMemory: resource.MustParse("1Gi")},
+				Limits:   corev1.ResourceList{extension.BatchCPU: resource.MustParse("1000"), extension.BatchMemory: resource.MustParse("2Gi")}}
+			qosDir = "kubepods/besteffort"
 		}
 		objs = append(objs, p)
-		podDir := filepath.Join("kubepods/burstable", "pod"+string(uid))
-		for file, content := range map[string]string{
-			"cpuset/" + podDir + "/cpuset.cpus":                       "0-127\n",
-			"cpuset/" + podDir + fmt.Sprintf("/c%03d/cpuset.cpus", i): "0-127\n",
-			"cpuacct/" + podDir + "/cpuacct.usage":                    "123456789\n",
-			"memory/" + podDir + "/memory.usage_in_bytes":             "104857600\n",
-			"memory/" + podDir + "/memory.stat":                       "total_inactive_file 1048576\n",
-		} {
-			path := filepath.Join(cgroupRoot, file)
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				b.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-				b.Fatal(err)
-			}
+		podDir := filepath.Join(qosDir, "pod"+string(uid))
+		cgrouptest.WriteCgroup(b, cgroupRoot, allStrategies, podDir, "0-127")
+		cgrouptest.WriteCgroup(b, cgroupRoot, allStrategies, filepath.Join(podDir, fmt.Sprintf("c%03d", i)), "0-127")
+	}
+	gates := features.New()
+	if allStrategies {
+		if err := gates.Set("BECPUSuppress=true,BECPUEvict=true,BEMemoryEvict=true,CPUBurst=true,CgroupReconcile=true,GroupIdentity=true,BatchResource=true"); err != nil {
+			b.Fatal(err)
 		}
+		slo := &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+		if err := json.Unmarshal([]byte(cgrouptest.EveryStrategy), &slo.Spec); err != nil {
+			b.Fatal(err)
+		}
+		koordObjs = append(koordObjs, slo)
 	}
 	client := fake.NewClientset(objs...)
-	a, err := New(client, koordfake.NewSimpleClientset(), Options{NodeName: "n1", SysfsRoot: sysfs, ProcfsRoot: procfs, CgroupRoot: cgroupRoot,
-		CollectInterval: time.Second}, prometheus.NewRegistry())
+	a, err := New(client, koordfake.NewSimpleClientset(koordObjs...), Options{NodeName: "n1", SysfsRoot: sysfs, ProcfsRoot: procfs, CgroupRoot: cgroupRoot,
+		CollectInterval: time.Second, Gates: gates}, prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,40 +94,47 @@ func benchAgent(b *testing.B) (*Agent, context.Context) {
 	}
 	a.reconcile(ctx) // publish once and find the cgroups; steady state from here
 	a.collect(ctx, time.Now())
+	a.collect(ctx, time.Now()) // a second sample: rates, and the strategies decide
 	return a, ctx
 }
 
 // koordlet's steady state with 100 pods, one part at a time: a reconcile
-// (every second: topology unchanged, cpusets already right), a usage sample
-// (every 5 s by default) and a sample with a NodeMetric report (every 60 s).
+// (every second: topology unchanged, cgroups already right), the same with
+// every cgroup re-read (every 10th reconcile), a usage sample (every 5 s by
+// default: the strategies that act on usage decide on it, and what they
+// decide is written) and a sample with a NodeMetric report (every 60 s);
+// with no QoS strategy, and with every one on.
 func BenchmarkSteadyState100Pods(b *testing.B) {
-	a, ctx := benchAgent(b)
-	b.Run("Reconcile", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			a.reconcile(ctx)
-		}
-	})
-	// Every 10th reconcile re-reads every pod's cgroups.
-	b.Run("ReconcileFullCheck", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			a.lastChecked = time.Time{}
-			a.reconcile(ctx)
-		}
-	})
-	b.Run("Collect", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			a.nextReport = time.Now().Add(time.Hour)
-			a.collect(ctx, time.Now())
-		}
-	})
-	b.Run("CollectAndReport", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			a.nextReport = time.Time{}
-			a.collect(ctx, time.Now())
-		}
-	})
+	for _, all := range []bool{false, true} {
+		b.Run(map[bool]string{false: "Strategies=none", true: "Strategies=all"}[all], func(b *testing.B) {
+			a, ctx := benchAgent(b, all)
+			b.Run("Reconcile", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					a.reconcile(ctx)
+				}
+			})
+			b.Run("ReconcileFullCheck", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					a.lastChecked = time.Time{}
+					a.reconcile(ctx)
+				}
+			})
+			b.Run("Collect", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					a.nextReport = time.Now().Add(time.Hour)
+					a.collect(ctx, time.Now())
+				}
+			})
+			b.Run("CollectAndReport", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					a.nextReport = time.Time{}
+					a.collect(ctx, time.Now())
+				}
+			})
+		})
+	}
 }

@@ -150,10 +150,12 @@ func field[T any](get func(*slov1alpha1.NodeSLOSpec) **T) strategyKey {
 }
 
 var strategyKeys = map[string]strategyKey{
-	ResourceThresholdKey: field(func(s *slov1alpha1.NodeSLOSpec) **slov1alpha1.ResourceThresholdStrategy { return &s.ResourceUsedThresholdWithBE }),
-	ResourceQOSKey:       field(func(s *slov1alpha1.NodeSLOSpec) **slov1alpha1.ResourceQOSStrategy { return &s.ResourceQOSStrategy }),
-	CPUBurstKey:          field(func(s *slov1alpha1.NodeSLOSpec) **slov1alpha1.CPUBurstStrategy { return &s.CPUBurstStrategy }),
-	SystemKey:            field(func(s *slov1alpha1.NodeSLOSpec) **slov1alpha1.SystemStrategy { return &s.SystemStrategy }),
+	ResourceThresholdKey: field(func(s *slov1alpha1.NodeSLOSpec) **slov1alpha1.ResourceThresholdStrategy {
+		return &s.ResourceUsedThresholdWithBE
+	}),
+	ResourceQOSKey: field(func(s *slov1alpha1.NodeSLOSpec) **slov1alpha1.ResourceQOSStrategy { return &s.ResourceQOSStrategy }),
+	CPUBurstKey:    field(func(s *slov1alpha1.NodeSLOSpec) **slov1alpha1.CPUBurstStrategy { return &s.CPUBurstStrategy }),
+	SystemKey:      field(func(s *slov1alpha1.NodeSLOSpec) **slov1alpha1.SystemStrategy { return &s.SystemStrategy }),
 	InterferenceGuardKey: {
 		overlay: func(spec *slov1alpha1.NodeSLOSpec, raw []byte) error {
 			g, err := spec.GetInterferenceGuard()

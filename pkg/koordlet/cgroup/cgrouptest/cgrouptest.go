@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/koord-project/koord/apis/extension"
+	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/pkg/koordlet/cgroup"
 )
 
@@ -69,3 +70,21 @@ func Values(s []cgroup.Setting) map[string]int64 {
 	}
 	return out
 }
+
+// WriteCgroup is topologytest.WriteCgroup, failing the test on error.
+func WriteCgroup(t testing.TB, root string, v2 bool, dir, cpus string) {
+	t.Helper()
+	if err := topologytest.WriteCgroup(root, v2, dir, cpus); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// EveryStrategy is a NodeSLO spec (JSON) that turns every koordlet strategy
+// on, with thresholds a quiet fixture node does not reach (nothing is
+// evicted): what the cost benchmarks run with.
+const EveryStrategy = `{"resourceUsedThresholdWithBE":{"enable":true,"cpuSuppressThresholdPercent":65,"cpuSuppressPolicy":"cpuset",
+	"memoryEvictThresholdPercent":95,"cpuEvictBESatisfactionLowerPercent":10,"cpuEvictBESatisfactionUpperPercent":20,"cpuEvictTimeWindowSeconds":10},
+	"resourceQOSStrategy":{"lsClass":{"cpuQOS":{"enable":true},"memoryQOS":{"enable":true,"minLimitPercent":50,"lowLimitPercent":80,"throttlingPercent":90}},
+	"beClass":{"cpuQOS":{"enable":true},"memoryQOS":{"enable":true}}},
+	"cpuBurstStrategy":{"policy":"auto"},
+	"extensions":{"koord.sh/interferenceGuard":{"enable":true}}}`
