@@ -104,7 +104,7 @@ func WriteCgroup(root string, v2 bool, dir, cpus string) error {
 	if v2 {
 		files = map[string]string{
 			"cgroup.controllers": "cpuset cpu io memory pids",
-			dir + "/cpuset.cpus":  cpus, dir + "/cpu.weight": "1", dir + "/cpu.max": "max 100000", dir + "/cpu.max.burst": "0",
+			dir + "/cpuset.cpus": cpus, dir + "/cpu.weight": "1", dir + "/cpu.max": "max 100000", dir + "/cpu.max.burst": "0",
 			dir + "/cpu.idle": "0", dir + "/cpu.stat": "usage_usec 123456\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0",
 			dir + "/memory.max": "max", dir + "/memory.min": "0", dir + "/memory.low": "0", dir + "/memory.high": "max",
 			dir + "/memory.current": "104857600", dir + "/memory.stat": "anon 103809024\ninactive_file 1048576",
