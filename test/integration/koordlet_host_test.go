@@ -28,14 +28,7 @@ import (
 // whose container runs four CPU-bound loops on two CPUs shows up in
 // NodeMetric with its CPU usage and its run-queue latency.
 func TestKoordletOnThisHost(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for cgroups and eBPF (CI runs as root)")
-	}
-	for _, c := range []string{"cpuset", "cpu", "cpuacct", "memory"} {
-		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "cgroup.procs")); err != nil {
-			t.Skipf("no cgroup v1 %s hierarchy on this host: %v", c, err)
-		}
-	}
+	needHostCgroups(t)
 	ctx := testContext(t)
 	cp := startNUMAControlPlane(t, ctx)
 	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "host-1", CPU: "2", Memory: "8Gi"}); err != nil {
@@ -199,14 +192,7 @@ func runIn(t *testing.T, cgroup string, args ...string) {
 // target (1 µs: any wait), BE's CFS quota comes down step by step; with a
 // target it meets, the steps are given back.
 func TestInterferenceGuardOnThisHost(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for cgroups and eBPF (CI runs as root)")
-	}
-	for _, c := range []string{"cpuset", "cpu", "cpuacct", "memory"} {
-		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "cgroup.procs")); err != nil {
-			t.Skipf("no cgroup v1 %s hierarchy on this host: %v", c, err)
-		}
-	}
+	needHostCgroups(t)
 	ctx := testContext(t)
 	cp := startControlPlane(t, controlplane.Options{})
 	const node = "guard-1"
@@ -292,4 +278,18 @@ func TestInterferenceGuardOnThisHost(t *testing.T) {
 	waitFor("tightened", func(s float64, q int64) bool { return s >= 3 && q > 0 && q <= 150000 })
 	setNodeSLO(t, ctx, cp, node, guard(1000000))
 	waitFor("relaxed", func(s float64, q int64) bool { return s == 0 && q > 150000 })
+}
+
+// needHostCgroups skips a test that needs root and this host's cgroup v1
+// hierarchies (eBPF too).
+func needHostCgroups(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for cgroups and eBPF (CI runs as root)")
+	}
+	for _, c := range []string{"cpuset", "cpu", "cpuacct", "memory"} {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "cgroup.procs")); err != nil {
+			t.Skipf("no cgroup v1 %s hierarchy on this host: %v", c, err)
+		}
+	}
 }

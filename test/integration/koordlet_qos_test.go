@@ -60,6 +60,22 @@ func qosPod(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, fi
 	return pod
 }
 
+// qosNode starts a control plane with one 8-CPU node and writes its fixture
+// machine (1 NUMA node × 4 cores × 2 threads, 16 GiB, half used) and
+// kubelet's QoS cgroups.
+func qosNode(t *testing.T, ctx context.Context, node string) (*controlplane.ControlPlane, fixtureNode, string) {
+	t.Helper()
+	cp := startControlPlane(t, controlplane.Options{})
+	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: node, CPU: "8", Memory: "32Gi"}); err != nil {
+		t.Fatal(err)
+	}
+	fixture, sysfs := newFixtureNode(t, [4]int{1, 1, 4, 2}, 16<<30)
+	for _, d := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
+		writeCgroup(t, fixture.cgroupRoot, d)
+	}
+	return cp, fixture, sysfs
+}
+
 // writeCgroup makes a fixture v1 cgroup of an 8-CPU node with the files
 // the strategies touch, at the kernel's defaults.
 func writeCgroup(t *testing.T, root, dir string) {
@@ -132,16 +148,9 @@ func cpusOf(s string) int {
 // the NodeSLO brings back the defaults.
 func TestKoordletEnforcesNodeSLO(t *testing.T) {
 	ctx := testContext(t)
-	cp := startControlPlane(t, controlplane.Options{})
 	const node = "qos-node"
-	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: node, CPU: "8", Memory: "32Gi"}); err != nil {
-		t.Fatal(err)
-	}
-	fixture, sysfs := newFixtureNode(t, [4]int{1, 1, 4, 2}, 16<<30)
+	cp, fixture, sysfs := qosNode(t, ctx, node)
 	root := fixture.cgroupRoot
-	for _, d := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
-		writeCgroup(t, root, d)
-	}
 	q := func(s string) resource.Quantity { return resource.MustParse(s) }
 	qosPod(t, ctx, cp, fixture, node, "web", "LS", corev1.ResourceList{corev1.ResourceCPU: q("1")}, corev1.ResourceList{corev1.ResourceCPU: q("2")})
 	batch := qosPod(t, ctx, cp, fixture, node, "batch", "BE",
@@ -216,15 +225,8 @@ func mustPod(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, n
 // Event, and leaves the LS pod alone.
 func TestKoordletEvictsBEForMemory(t *testing.T) {
 	ctx := testContext(t)
-	cp := startControlPlane(t, controlplane.Options{})
 	const node = "mem-node"
-	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: node, CPU: "8", Memory: "32Gi"}); err != nil {
-		t.Fatal(err)
-	}
-	fixture, sysfs := newFixtureNode(t, [4]int{1, 1, 4, 2}, 16<<30)
-	for _, d := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
-		writeCgroup(t, fixture.cgroupRoot, d)
-	}
+	cp, fixture, sysfs := qosNode(t, ctx, node)
 	q := func(s string) resource.Quantity { return resource.MustParse(s) }
 	web := qosPod(t, ctx, cp, fixture, node, "web", "LS", corev1.ResourceList{corev1.ResourceCPU: q("1")}, nil)
 	batch := qosPod(t, ctx, cp, fixture, node, "batch", "BE", corev1.ResourceList{extension.BatchMemory: q("1Gi")}, nil)
@@ -322,15 +324,8 @@ func jsonInto(doc string, into any) error { return json.Unmarshal([]byte(doc), i
 // bound pod's do: LS and BE pods are kept off them before any owner runs.
 func TestKoordletFencesReservedCPUs(t *testing.T) {
 	ctx := testContext(t)
-	cp := startControlPlane(t, controlplane.Options{})
 	const node = "fence-node"
-	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: node, CPU: "8", Memory: "32Gi"}); err != nil {
-		t.Fatal(err)
-	}
-	fixture, sysfs := newFixtureNode(t, [4]int{1, 1, 4, 2}, 16<<30)
-	for _, d := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
-		writeCgroup(t, fixture.cgroupRoot, d)
-	}
+	cp, fixture, sysfs := qosNode(t, ctx, node)
 	q := func(s string) resource.Quantity { return resource.MustParse(s) }
 	web := qosPod(t, ctx, cp, fixture, node, "web", "LS", corev1.ResourceList{corev1.ResourceCPU: q("1")}, nil)
 	stop := runKoordlet(t, ctx, cp, node, fixture, sysfs)
