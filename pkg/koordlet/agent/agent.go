@@ -89,18 +89,20 @@ type Agent struct {
 	metrics    *metrics
 	faults     *faults
 
-	pods         corelisters.PodLister
-	nodes        corelisters.NodeLister
-	cms          corelisters.ConfigMapLister
-	reservations schedlisters.ReservationLister
-	slo          *nodeslo.Source
-	recorder     record.EventRecorder
-	qos          qosState
-	qosMetrics   *qosMetrics
-	synced       []cache.InformerSynced
-	start        func(stop <-chan struct{})
-	trigger      chan struct{}
-	healthy      atomic.Bool
+	// sloSynced and resSynced are the NodeSLO and Reservation informers'.
+	sloSynced, resSynced cache.InformerSynced
+	pods                 corelisters.PodLister
+	nodes                corelisters.NodeLister
+	cms                  corelisters.ConfigMapLister
+	reservations         schedlisters.ReservationLister
+	slo                  *nodeslo.Source
+	recorder             record.EventRecorder
+	qos                  qosState
+	qosMetrics           *qosMetrics
+	synced               []cache.InformerSynced
+	start                func(stop <-chan struct{})
+	trigger              chan struct{}
+	healthy              atomic.Bool
 
 	// Owned by the Run loop.
 	machine   *topology.Machine
@@ -208,15 +210,20 @@ func New(client kubernetes.Interface, koord koordclientset.Interface, opts Optio
 	resFactory := koordinformers.NewSharedInformerFactoryWithOptions(koord, 0, koordinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("status.nodeName", opts.NodeName).String()
 	}))
-	for _, inf := range []cache.SharedIndexInformer{
-		sloFactory.Slo().V1alpha1().NodeSLOs().Informer(),
-		resFactory.Scheduling().V1alpha1().Reservations().Informer(),
+	// Koord's CRDs may be missing (a chart toggled off, an API server still
+	// starting): these two are not waited for forever (see Run).
+	for _, inf := range []struct {
+		informer cache.SharedIndexInformer
+		synced   *cache.InformerSynced
+	}{
+		{sloFactory.Slo().V1alpha1().NodeSLOs().Informer(), &a.sloSynced},
+		{resFactory.Scheduling().V1alpha1().Reservations().Informer(), &a.resSynced},
 	} {
-		reg, err := inf.AddEventHandler(kick)
+		reg, err := inf.informer.AddEventHandler(kick)
 		if err != nil {
 			return nil, err
 		}
-		a.synced = append(a.synced, reg.HasSynced)
+		*inf.synced = reg.HasSynced
 	}
 	a.slo = &nodeslo.Source{Lister: sloFactory.Slo().V1alpha1().NodeSLOs().Lister(), Node: opts.NodeName, Recorder: recorder}
 	a.reservations = resFactory.Scheduling().V1alpha1().Reservations().Lister()
@@ -250,6 +257,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
 		return ctx.Err()
+	}
+	// The NodeSLO and Reservation caches get a deadline: without the CRDs
+	// koordlet still publishes topology and usage and pins CPUs, and the
+	// informers keep trying, so a CRD installed later is picked up.
+	deadline, cancel := context.WithTimeout(ctx, optionalSyncTimeout)
+	synced := cache.WaitForCacheSync(deadline.Done(), a.sloSynced, a.resSynced)
+	cancel()
+	if !synced && ctx.Err() == nil {
+		klog.FromContext(ctx).Info("NodeSLO or Reservation cache not synced yet: the QoS strategies wait for the NodeSLO, CPU fencing runs without reservations meanwhile (are Koord's CRDs installed?)",
+			"nodeSLOSynced", a.sloSynced(), "reservationsSynced", a.resSynced(), "waited", optionalSyncTimeout)
 	}
 	a.healthy.Store(true)
 	ticker := time.NewTicker(a.opts.ReconcileInterval)
@@ -543,6 +560,10 @@ func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Ku
 	}
 	a.applyQoS(ctx, pods, full)
 }
+
+// optionalSyncTimeout is how long Run waits for the NodeSLO and Reservation
+// caches before it carries on without them.
+var optionalSyncTimeout = 30 * time.Second
 
 // fullCheckEvery is how many reconciles pass between reads of every pod's
 // cgroups (10 s with the default 1 s interval).

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,8 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -110,5 +114,63 @@ func TestAPIServerAwayThenBack(t *testing.T) {
 	}
 	if logs.count(`"cause"="publish"`) < 2 {
 		t.Errorf("recovery not logged: %v", logs.lines)
+	}
+}
+
+// Without Koord's NodeSLO and Reservation CRDs (lists fail), koordlet does
+// not hang: after its deadline it publishes the topology and pins CPUs, and
+// the QoS strategies write nothing until the NodeSLO cache syncs.
+func TestRunsWithoutKoordCRDs(t *testing.T) {
+	old := optionalSyncTimeout
+	optionalSyncTimeout = 200 * time.Millisecond
+	defer func() { optionalSyncTimeout = old }()
+	sysfs, procfs, err := topologytest.WriteSysfs(t.TempDir(), 1, 1, 2, 2, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "uid-n1"}})
+	koord := koordfake.NewSimpleClientset()
+	for _, r := range []string{"nodeslos", "reservations"} {
+		koord.PrependReactor("list", r, func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: r}, "")
+		})
+	}
+	// A strategy put the besteffort cgroup in the idle class before a
+	// restart: acting on the defaults would undo it.
+	cgroupRoot := t.TempDir()
+	for _, d := range []string{"kubepods", "kubepods/besteffort"} {
+		if err := topologytest.WriteCgroup(cgroupRoot, false, d, "0-3"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idle := filepath.Join(cgroupRoot, "cpu/kubepods/besteffort/cpu.idle")
+	if err := os.WriteFile(idle, []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(client, koord, Options{NodeName: "n1", SysfsRoot: sysfs, ProcfsRoot: procfs, CgroupRoot: cgroupRoot,
+		ReconcileInterval: 50 * time.Millisecond, CollectInterval: 50 * time.Millisecond}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := client.CoreV1().ConfigMaps("kube-system").Get(ctx, "n1-numa-info", metav1.GetOptions{}); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := client.CoreV1().ConfigMaps("kube-system").Get(ctx, "n1-numa-info", metav1.GetOptions{}); err != nil {
+		t.Fatalf("koordlet stalled without the CRDs: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if got := testutil.ToFloat64(a.metrics.errors.WithLabelValues("nodeslo")); got == 0 {
+		t.Error("the unknown NodeSLO was not reported")
+	}
+	if b, _ := os.ReadFile(idle); string(b) != "1\n" {
+		t.Errorf("besteffort cpu.idle %q with the NodeSLO unknown: a strategy wrote", b)
 	}
 }

@@ -111,7 +111,7 @@ func (a *Agent) running() []*corev1.Pod {
 
 // reservationCPUs are the CPUs Available reservations on this node pin.
 func (a *Agent) reservationCPUs(logger klog.Logger) []cpuset.CPUSet {
-	if a.reservations == nil {
+	if a.reservations == nil || !a.resSynced() {
 		return nil
 	}
 	rs, err := a.reservations.List(labels.Everything())
@@ -136,6 +136,20 @@ func (a *Agent) reservationCPUs(logger klog.Logger) []cpuset.CPUSet {
 	}
 	return out
 }
+
+// sloKnown says whether the NodeSLO cache has synced: until it has, the
+// strategies write nothing (acting on the defaults would undo what a
+// NodeSLO asked for before a restart).
+func (a *Agent) sloKnown(logger klog.Logger) bool {
+	if a.sloSynced == nil || a.sloSynced() {
+		a.faults.clear(logger, "nodeslo")
+		return true
+	}
+	a.faults.report(logger, "nodeslo", errNodeSLOUnknown)
+	return false
+}
+
+var errNodeSLOUnknown = errors.New("the NodeSLO cache has not synced (is the NodeSLO CRD installed?): the QoS strategies wait")
 
 // strategy is the node's NodeSLO strategy in force.
 func (a *Agent) strategy(logger klog.Logger) nodeslo.Strategy {
@@ -189,6 +203,9 @@ func (a *Agent) pinBestEffort(logger klog.Logger, be cpuset.CPUSet, full bool) {
 // besteffort quota of cfsQuota suppression.
 func (a *Agent) applyQoS(ctx context.Context, pods []*corev1.Pod, full bool) {
 	logger := klog.FromContext(ctx)
+	if !a.sloKnown(logger) {
+		return
+	}
 	s := a.strategy(logger)
 	l := *a.layout
 	a.qos.applier.Layout = l
@@ -279,7 +296,7 @@ func (a *Agent) nodeMemory() int64 {
 // BE eviction.
 func (a *Agent) decide(ctx context.Context, now time.Time, pods []*corev1.Pod) {
 	logger := klog.FromContext(ctx)
-	if a.layout == nil || a.machine == nil {
+	if a.layout == nil || a.machine == nil || !a.sloKnown(logger) {
 		return
 	}
 	sample, ok := a.collector.Latest()
