@@ -500,7 +500,9 @@ func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Ku
 	reserved, _ := extension.ParseCPUSet(k.Policy.ReservedCPUs) // validated by ReadKubelet
 	a.shared = all.Difference(qos.Exclusive(bound, k.Pinned, a.reservationCPUs(logger))).Difference(reserved)
 	s := a.strategy(logger)
+	known := a.sloKnown(logger)
 	be, beDecided := a.beCPUs(s, a.shared)
+	beDecided = beDecided && known
 	plan := qos.PlanCPUSets(pods, bound, malformed, a.shared, be, k.Pinned)
 	if !beDecided {
 		// Until BE suppression has decided, BE pods keep what they have.
@@ -558,7 +560,9 @@ func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Ku
 			delete(a.applied, uid)
 		}
 	}
-	a.applyQoS(ctx, pods, full)
+	if known {
+		a.applyQoS(ctx, pods, full)
+	}
 }
 
 // optionalSyncTimeout is how long Run waits for the NodeSLO and Reservation

@@ -144,8 +144,11 @@ func TestRunsWithoutKoordCRDs(t *testing.T) {
 		}
 	}
 	idle := filepath.Join(cgroupRoot, "cpu/kubepods/besteffort/cpu.idle")
-	if err := os.WriteFile(idle, []byte("1\n"), 0o644); err != nil {
-		t.Fatal(err)
+	besteffortCPUs := filepath.Join(cgroupRoot, "cpuset/kubepods/besteffort/cpuset.cpus")
+	for path, v := range map[string]string{idle: "1\n", besteffortCPUs: "3\n"} {
+		if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	a, err := New(client, koord, Options{NodeName: "n1", SysfsRoot: sysfs, ProcfsRoot: procfs, CgroupRoot: cgroupRoot,
 		ReconcileInterval: 50 * time.Millisecond, CollectInterval: 50 * time.Millisecond}, prometheus.NewRegistry())
@@ -172,5 +175,8 @@ func TestRunsWithoutKoordCRDs(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(idle); string(b) != "1\n" {
 		t.Errorf("besteffort cpu.idle %q with the NodeSLO unknown: a strategy wrote", b)
+	}
+	if b, _ := os.ReadFile(besteffortCPUs); string(b) != "3\n" {
+		t.Errorf("besteffort cpuset %q with the NodeSLO unknown: BE suppression was undone", b)
 	}
 }

@@ -166,7 +166,7 @@ func (a *Agent) suppressOn(s nodeslo.Strategy) bool {
 
 // beCPUs is where BE pods run: the shared pool, or the CPUs BE suppression
 // chose from it. ok is false while suppression has not decided yet (the
-// besteffort cgroup is then left as it is).
+// besteffort cgroup and BE pods are then left as they are).
 func (a *Agent) beCPUs(s nodeslo.Strategy, shared cpuset.CPUSet) (cpuset.CPUSet, bool) {
 	if !a.suppressOn(s) || s.Threshold.CPUSuppressPolicy != slov1alpha1.CPUSetPolicy {
 		return shared, true
@@ -201,11 +201,9 @@ func (a *Agent) pinBestEffort(logger klog.Logger, be cpuset.CPUSet, full bool) {
 // applyQoS writes every cgroup knob the strategies ask for (besides
 // cpusets): batch resources, CPU priority, CPU burst, memory QoS and the
 // besteffort quota of cfsQuota suppression.
+// The caller has checked that the NodeSLO is known.
 func (a *Agent) applyQoS(ctx context.Context, pods []*corev1.Pod, full bool) {
 	logger := klog.FromContext(ctx)
-	if !a.sloKnown(logger) {
-		return
-	}
 	s := a.strategy(logger)
 	l := *a.layout
 	a.qos.applier.Layout = l
