@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -293,16 +292,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // collect samples usage and, when due, writes NodeMetric.
 func (a *Agent) collect(ctx context.Context, now time.Time) {
 	logger := klog.FromContext(ctx)
-	pods, err := a.pods.List(labels.Everything())
-	if err != nil {
-		return
-	}
-	running := pods[:0:0]
-	for _, p := range pods {
-		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			running = append(running, p)
-		}
-	}
+	running := a.running()
 	if a.latency != nil && a.layout != nil {
 		a.latency.collect(a.layout, running)
 	}
@@ -372,16 +362,7 @@ func (a *Agent) reconcile(ctx context.Context) {
 		return
 	}
 	a.faults.clear(logger, "kubelet")
-	all, err := a.pods.List(labels.Everything())
-	if err != nil {
-		return
-	}
-	pods := all[:0:0]
-	for _, p := range all {
-		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			pods = append(pods, p)
-		}
-	}
+	pods := a.running()
 	// Each pod's resource-status is read once per pass, for both uses.
 	bound, malformed := qos.Bound(pods)
 	for _, p := range pods {

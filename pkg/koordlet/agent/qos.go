@@ -94,7 +94,7 @@ func newQoSMetrics(reg prometheus.Registerer) (*qosMetrics, error) {
 
 func (a *Agent) gate(f featuregate.Feature) bool { return a.qos.gates.Enabled(f) }
 
-// running lists the pods that still run (or are about to).
+// running lists the node's pods that still run (or are about to).
 func (a *Agent) running() []*corev1.Pod {
 	all, err := a.pods.List(labels.Everything())
 	if err != nil {
