@@ -22,7 +22,7 @@ import (
 
 	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/koordlet/agent"
-	"github.com/koord-project/koord/pkg/plugins/koordclient"
+	"github.com/koord-project/koord/pkg/client/koordclient"
 	"github.com/koord-project/koord/pkg/version"
 )
 

@@ -31,7 +31,7 @@ import (
 
 	"github.com/koord-project/koord/manifests"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
-	"github.com/koord-project/koord/pkg/plugins/koordclient"
+	"github.com/koord-project/koord/pkg/client/koordclient"
 )
 
 // Options shape the control plane.

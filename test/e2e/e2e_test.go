@@ -31,7 +31,7 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
-	"github.com/koord-project/koord/pkg/plugins/koordclient"
+	"github.com/koord-project/koord/pkg/client/koordclient"
 )
 
 // testNamespace holds every workload the suite creates; deleted at the end.

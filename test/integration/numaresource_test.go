@@ -21,7 +21,7 @@ import (
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/manifests"
-	"github.com/koord-project/koord/pkg/plugins/koordclient"
+	"github.com/koord-project/koord/pkg/client/koordclient"
 	"github.com/koord-project/koord/pkg/plugins/numaresource"
 )
 

@@ -24,7 +24,7 @@ import (
 	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/plugins/numaresource"
 	"github.com/koord-project/koord/pkg/slo/manager"
-	slores "github.com/koord-project/koord/pkg/slo/reservation"
+	"github.com/koord-project/koord/pkg/slo/reservationlifecycle"
 )
 
 // startManager runs koord-manager in-process until the test ends.
@@ -130,7 +130,7 @@ func TestReservationHoldsForItsOwner(t *testing.T) {
 	}
 	// The placeholder never reaches a node and goes away.
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := cp.Client.CoreV1().Pods("koord-system").Get(ctx, slores.PlaceholderName("web-capacity"), metav1.GetOptions{})
+		_, err := cp.Client.CoreV1().Pods("koord-system").Get(ctx, reservationlifecycle.PlaceholderName("web-capacity"), metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {

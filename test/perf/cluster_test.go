@@ -22,7 +22,7 @@ import (
 	"github.com/koord-project/koord/internal/schedtest"
 	"github.com/koord-project/koord/internal/topologytest"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
-	"github.com/koord-project/koord/pkg/plugins/koordclient"
+	"github.com/koord-project/koord/pkg/client/koordclient"
 )
 
 // size is one run's shape; every case of a run gets the same.

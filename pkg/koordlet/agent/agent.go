@@ -39,7 +39,7 @@ import (
 	"github.com/koord-project/koord/pkg/koordlet/cgroup"
 	"github.com/koord-project/koord/pkg/koordlet/ebpf/runqlat"
 	"github.com/koord-project/koord/pkg/koordlet/evict"
-	usage "github.com/koord-project/koord/pkg/koordlet/metrics"
+	"github.com/koord-project/koord/pkg/koordlet/usage"
 	"github.com/koord-project/koord/pkg/koordlet/nodeslo"
 	"github.com/koord-project/koord/pkg/koordlet/qos"
 	"github.com/koord-project/koord/pkg/koordlet/reporter"

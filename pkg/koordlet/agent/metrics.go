@@ -5,7 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
-	usage "github.com/koord-project/koord/pkg/koordlet/metrics"
+	"github.com/koord-project/koord/pkg/koordlet/usage"
 )
 
 type metrics struct {

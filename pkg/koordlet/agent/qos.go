@@ -25,7 +25,7 @@ import (
 	"github.com/koord-project/koord/pkg/koordlet/cpusuppress"
 	"github.com/koord-project/koord/pkg/koordlet/evict"
 	"github.com/koord-project/koord/pkg/koordlet/memoryqos"
-	usage "github.com/koord-project/koord/pkg/koordlet/metrics"
+	"github.com/koord-project/koord/pkg/koordlet/usage"
 	"github.com/koord-project/koord/pkg/koordlet/nodeslo"
 )
 

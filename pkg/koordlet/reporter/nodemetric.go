@@ -15,7 +15,7 @@ import (
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
-	"github.com/koord-project/koord/pkg/koordlet/metrics"
+	"github.com/koord-project/koord/pkg/koordlet/usage"
 )
 
 // Policy is a NodeMetric's collect policy with Koordinator's defaults filled in.
@@ -52,7 +52,7 @@ func PolicyOf(nm *slov1alpha1.NodeMetric) Policy {
 	return p
 }
 
-func usage(cores, bytes float64) slov1alpha1.ResourceMap {
+func resourceMap(cores, bytes float64) slov1alpha1.ResourceMap {
 	return slov1alpha1.ResourceMap{ResourceList: corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(cores*1000+0.5), resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity(int64(bytes), resource.BinarySI),
@@ -62,12 +62,12 @@ func usage(cores, bytes float64) slov1alpha1.ResourceMap {
 // NodeMetricStatus summarises the collector's histories as of now. Pods
 // without samples yet are left out; systemUsage is the node's usage not
 // accounted to any pod.
-func NodeMetricStatus(now time.Time, c *metrics.Collector, pods []*corev1.Pod, p Policy) (*slov1alpha1.NodeMetricStatus, bool) {
+func NodeMetricStatus(now time.Time, c *usage.Collector, pods []*corev1.Pod, p Policy) (*slov1alpha1.NodeMetricStatus, bool) {
 	cpu, mem, ok := c.NodeUsage(now.Add(-p.Aggregate))
 	if !ok {
 		return nil, false
 	}
-	info := &slov1alpha1.NodeMetricInfo{NodeUsage: usage(cpu.Avg, mem.Avg)}
+	info := &slov1alpha1.NodeMetricInfo{NodeUsage: resourceMap(cpu.Avg, mem.Avg)}
 	for _, w := range p.Windows {
 		wc, wm, ok := c.NodeUsage(now.Add(-w))
 		if !ok {
@@ -76,8 +76,8 @@ func NodeMetricStatus(now time.Time, c *metrics.Collector, pods []*corev1.Pod, p
 		info.AggregatedNodeUsages = append(info.AggregatedNodeUsages, slov1alpha1.AggregatedUsage{
 			Duration: metav1.Duration{Duration: w},
 			Usage: map[slov1alpha1.AggregationType]slov1alpha1.ResourceMap{
-				slov1alpha1.AVG: usage(wc.Avg, wm.Avg), slov1alpha1.P50: usage(wc.P50, wm.P50),
-				slov1alpha1.P90: usage(wc.P90, wm.P90), slov1alpha1.P95: usage(wc.P95, wm.P95), slov1alpha1.P99: usage(wc.P99, wm.P99),
+				slov1alpha1.AVG: resourceMap(wc.Avg, wm.Avg), slov1alpha1.P50: resourceMap(wc.P50, wm.P50),
+				slov1alpha1.P90: resourceMap(wc.P90, wm.P90), slov1alpha1.P95: resourceMap(wc.P95, wm.P95), slov1alpha1.P99: resourceMap(wc.P99, wm.P99),
 			},
 		})
 	}
@@ -88,7 +88,7 @@ func NodeMetricStatus(now time.Time, c *metrics.Collector, pods []*corev1.Pod, p
 	}
 	sort.Ints(ids)
 	for _, id := range ids {
-		info.NUMAUsages = append(info.NUMAUsages, slov1alpha1.NUMANodeUsage{NUMANodeID: int32(id), NodeUsage: usage(numa[id][0].Avg, numa[id][1].Avg)})
+		info.NUMAUsages = append(info.NUMAUsages, slov1alpha1.NUMANodeUsage{NUMANodeID: int32(id), NodeUsage: resourceMap(numa[id][0].Avg, numa[id][1].Avg)})
 	}
 	st := &slov1alpha1.NodeMetricStatus{UpdateTime: &metav1.Time{Time: now}, NodeMetric: info, PodsMetric: []*slov1alpha1.PodMetricInfo{}}
 	var podCPU, podMem float64
@@ -100,11 +100,11 @@ func NodeMetricStatus(now time.Time, c *metrics.Collector, pods []*corev1.Pod, p
 		podCPU, podMem = podCPU+pc, podMem+pm
 		qos, _ := extension.GetPodQoSClass(pod)
 		st.PodsMetric = append(st.PodsMetric, &slov1alpha1.PodMetricInfo{
-			Namespace: pod.Namespace, Name: pod.Name, PodUsage: usage(pc, pm),
+			Namespace: pod.Namespace, Name: pod.Name, PodUsage: resourceMap(pc, pm),
 			Priority: extension.PodPriorityClass(pod.Spec.Priority), QoS: qos,
 		})
 	}
-	info.SystemUsage = usage(max(cpu.Avg-podCPU, 0), max(mem.Avg-podMem, 0))
+	info.SystemUsage = resourceMap(max(cpu.Avg-podCPU, 0), max(mem.Avg-podMem, 0))
 	return st, true
 }
 

@@ -23,7 +23,7 @@ import (
 	"github.com/koord-project/koord/internal/cyclestate"
 	"github.com/koord-project/koord/internal/nodeslots"
 	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
-	"github.com/koord-project/koord/pkg/plugins/koordclient"
+	"github.com/koord-project/koord/pkg/client/koordclient"
 	"github.com/koord-project/koord/pkg/reservation"
 )
 

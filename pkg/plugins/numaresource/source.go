@@ -18,7 +18,7 @@ import (
 
 	"github.com/koord-project/koord/apis/config"
 	"github.com/koord-project/koord/apis/extension"
-	"github.com/koord-project/koord/pkg/plugins/koordclient"
+	"github.com/koord-project/koord/pkg/client/koordclient"
 )
 
 // watchTopology keeps State's topologies current from the configured source

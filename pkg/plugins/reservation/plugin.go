@@ -24,7 +24,7 @@ import (
 	"github.com/koord-project/koord/internal/nodeslots"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
 	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
-	"github.com/koord-project/koord/pkg/plugins/koordclient"
+	"github.com/koord-project/koord/pkg/client/koordclient"
 	"github.com/koord-project/koord/pkg/plugins/podbinding"
 	"github.com/koord-project/koord/pkg/reservation"
 )

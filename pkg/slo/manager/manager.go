@@ -29,7 +29,7 @@ import (
 	"github.com/koord-project/koord/pkg/slo/nodemetric"
 	"github.com/koord-project/koord/pkg/slo/noderesource"
 	"github.com/koord-project/koord/pkg/slo/nodeslo"
-	"github.com/koord-project/koord/pkg/slo/reservation"
+	"github.com/koord-project/koord/pkg/slo/reservationlifecycle"
 )
 
 // Options are koord-manager's settings (its flags).
@@ -117,7 +117,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if gc <= 0 {
 		gc = 24 * time.Hour
 	}
-	if err := (&reservation.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace, GCAfter: gc}).SetupWithManager(ctx, mgr); err != nil {
+	if err := (&reservationlifecycle.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace, GCAfter: gc}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

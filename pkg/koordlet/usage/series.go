@@ -1,6 +1,6 @@
 // Package metrics samples node and pod usage (procfs, cgroups) into bounded
 // in-memory histories and summarises them for NodeMetric.
-package metrics
+package usage
 
 import (
 	"sort"

@@ -4,7 +4,7 @@
 // chosen node (pkg/plugins/reservation); from then on the controller keeps
 // the status derived from the pods that consume it, ends it (consumed under
 // allocateOnce, expired, node gone) and garbage-collects it.
-package reservation
+package reservationlifecycle
 
 import (
 	"context"
