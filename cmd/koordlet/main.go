@@ -20,9 +20,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/koord-project/koord/pkg/client/koordclient"
 	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/koordlet/agent"
-	"github.com/koord-project/koord/pkg/client/koordclient"
 	"github.com/koord-project/koord/pkg/version"
 )
 

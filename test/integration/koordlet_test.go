@@ -24,8 +24,8 @@ import (
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/manifests"
-	"github.com/koord-project/koord/pkg/koordlet/agent"
 	"github.com/koord-project/koord/pkg/client/koordclient"
+	"github.com/koord-project/koord/pkg/koordlet/agent"
 	"github.com/koord-project/koord/pkg/plugins/numaresource"
 )
 

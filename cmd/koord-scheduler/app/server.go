@@ -21,19 +21,22 @@ import (
 	"github.com/koord-project/koord/pkg/plugins/loadaware"
 	"github.com/koord-project/koord/pkg/plugins/numaresource"
 	"github.com/koord-project/koord/pkg/plugins/reservation"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
 	"github.com/koord-project/koord/pkg/version"
 )
 
 // Name is the binary's name and the schedulerName of its default profile.
 const Name = "koord-scheduler"
 
-// Plugins are the out-of-tree plugins compiled into koord-scheduler. Each
-// issue that implements a plugin adds it here.
+// Plugins are the out-of-tree plugins compiled into koord-scheduler. They
+// share one frameworkext.Extender per scheduler (one Koord informer factory,
+// the reservation holds, the binding), handed to each constructor.
 func Plugins() []kubeschedulerapp.Option {
+	ext := frameworkext.NewExtender()
 	return []kubeschedulerapp.Option{
-		kubeschedulerapp.WithPlugin(loadaware.Name, loadaware.New),
-		kubeschedulerapp.WithPlugin(numaresource.Name, numaresource.New),
-		kubeschedulerapp.WithPlugin(reservation.Name, reservation.New),
+		kubeschedulerapp.WithPlugin(loadaware.Name, ext.Factory(loadaware.New)),
+		kubeschedulerapp.WithPlugin(numaresource.Name, ext.Factory(numaresource.New)),
+		kubeschedulerapp.WithPlugin(reservation.Name, ext.Factory(reservation.New)),
 	}
 }
 

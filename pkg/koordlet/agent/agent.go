@@ -39,11 +39,11 @@ import (
 	"github.com/koord-project/koord/pkg/koordlet/cgroup"
 	"github.com/koord-project/koord/pkg/koordlet/ebpf/runqlat"
 	"github.com/koord-project/koord/pkg/koordlet/evict"
-	"github.com/koord-project/koord/pkg/koordlet/usage"
 	"github.com/koord-project/koord/pkg/koordlet/nodeslo"
 	"github.com/koord-project/koord/pkg/koordlet/qos"
 	"github.com/koord-project/koord/pkg/koordlet/reporter"
 	"github.com/koord-project/koord/pkg/koordlet/topology"
+	"github.com/koord-project/koord/pkg/koordlet/usage"
 )
 
 // Options are koordlet's inputs; the roots let tests point it at fixture trees.

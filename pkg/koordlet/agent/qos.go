@@ -25,8 +25,8 @@ import (
 	"github.com/koord-project/koord/pkg/koordlet/cpusuppress"
 	"github.com/koord-project/koord/pkg/koordlet/evict"
 	"github.com/koord-project/koord/pkg/koordlet/memoryqos"
-	"github.com/koord-project/koord/pkg/koordlet/usage"
 	"github.com/koord-project/koord/pkg/koordlet/nodeslo"
+	"github.com/koord-project/koord/pkg/koordlet/usage"
 )
 
 var errNoSharedCPUs = errors.New("BE CPU suppression: no CPU is left in the shared pool for BE pods; their cpuset is left as it is")

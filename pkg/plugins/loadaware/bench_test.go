@@ -11,8 +11,8 @@ import (
 
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/schedtest"
-	"github.com/koord-project/koord/pkg/reservation"
-	"github.com/koord-project/koord/pkg/reservation/reservationtest"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext/frameworkexttest"
 )
 
 // benchNode is a 32-core node running 30 pods, each with a NodeMetric entry.
@@ -53,7 +53,7 @@ func BenchmarkFilterRejected(b *testing.B) {
 // and turn it away otherwise.
 func benchFilterOne(b *testing.B, pod *corev1.Pod, admit bool) {
 	ctx := context.Background()
-	p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now, nil)
+	p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now)
 	ni := benchNode(p, "n1")
 	for _, pl := range []fwk.Plugin{p, schedtest.NewFit(b)} {
 		b.Run(pl.Name(), func(b *testing.B) {
@@ -72,7 +72,7 @@ func benchFilterOne(b *testing.B, pod *corev1.Pod, admit bool) {
 func BenchmarkScore(b *testing.B) {
 	ctx := context.Background()
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(b, nil), nil, clk.now, nil)
+	p := newPlugin(defaultArgs(b, nil), nil, clk.now)
 	ni := benchNode(p, "n1")
 	pod := makePod("incoming", rl("1", "2Gi"), nil, 0)
 
@@ -104,7 +104,7 @@ func BenchmarkScore(b *testing.B) {
 func BenchmarkCycle1000Nodes(b *testing.B) {
 	ctx := context.Background()
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(b, nil), nil, clk.now, nil)
+	p := newPlugin(defaultArgs(b, nil), nil, clk.now)
 	nodes := make([]fwk.NodeInfo, 1000)
 	for i := range nodes {
 		nodes[i] = benchNode(p, fmt.Sprintf("node-%04d", i))
@@ -136,19 +136,19 @@ func BenchmarkCycle1000Nodes(b *testing.B) {
 // beside a reservation held against the pod.
 func BenchmarkFilterReservations(b *testing.B) {
 	ctx := context.Background()
-	p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now, nil)
+	p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now)
 	ni := benchNode(p, "n1")
 	pod := makePod("incoming", rl("1", "2Gi"), nil, 0)
 	for _, tc := range []struct {
 		name  string
-		holds reservation.Holds
+		holds frameworkext.Holds
 	}{
-		{"none-on-node", &reservationtest.Holds{}},
-		{"beside-one", &reservationtest.Holds{HeldBy: []reservation.Hold{{Name: "r", UID: "r", MilliCPU: 2000, Memory: 4 << 30}}}},
+		{"none-on-node", &frameworkexttest.Holds{}},
+		{"beside-one", &frameworkexttest.Holds{HeldBy: []frameworkext.Hold{{Name: "r", UID: "r", MilliCPU: 2000, Memory: 4 << 30}}}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			state := framework.NewCycleState()
-			state.Write(reservation.HoldsStateKey, tc.holds)
+			state.Write(frameworkext.HoldsStateKey, tc.holds)
 			p.PreFilter(ctx, state, pod, nil)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -165,7 +165,7 @@ func BenchmarkFilterReservations(b *testing.B) {
 // (an in-place resize), which estimates the pod and recomputes the node, as
 // every update did before the record kept the pod's generation.
 func BenchmarkPodUpdate(b *testing.B) {
-	p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now, nil)
+	p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now)
 	benchNode(p, "n1")
 	pod := makePod("n1-pod-0", rl("500m", "1Gi"), nil, 0)
 	pod.Spec.NodeName = "n1"
@@ -197,7 +197,7 @@ func BenchmarkPodUpdate(b *testing.B) {
 // same passes, the in-tree plugin the per-node target is set against.
 func BenchmarkFilterPass(b *testing.B) {
 	for _, annotations := range []int{0, 6} {
-		p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now, nil)
+		p := newPlugin(defaultArgs(b, nil), nil, (&clock{t0}).now)
 		nodes := make([]fwk.NodeInfo, 1000)
 		for i := range nodes {
 			ni := benchNode(p, fmt.Sprintf("node-%04d", i))

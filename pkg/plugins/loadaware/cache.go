@@ -11,7 +11,6 @@ import (
 	"github.com/koord-project/koord/apis/config"
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
-	"github.com/koord-project/koord/internal/nodeslots"
 )
 
 // defaultReportInterval is koordlet's default when a NodeMetric names none.
@@ -44,45 +43,20 @@ const (
 	prodUsage
 )
 
-// inlineResources is how many resources a nodeEstimate holds in place.
-const inlineResources = 6
-
 // nodeEstimate is what Filter and Score read: everything is summed up front
 // when an event arrives, so that the per-node calls only compare numbers.
-// The cache keeps it in the node's estimateSlot; Filter and Score copy what
-// they use onto their stack.
+// Never changed once published (a change publishes a new one).
 type nodeEstimate struct {
 	updated int64 // the NodeMetric's update time, Unix nanoseconds
-	usage   [inlineResources][3]int64
-	more    [][3]int64 // resources past inlineResources
+	// usage is each resource's figures, by kind (filterUsage, scoreUsage,
+	// prodUsage).
+	usage [][3]int64
 }
 
 // get is resource i's figure of the given kind.
-func (e *nodeEstimate) get(i, kind int) int64 {
-	if i < inlineResources {
-		return e.usage[i][kind]
-	}
-	return e.more[i-inlineResources][kind]
-}
+func (e *nodeEstimate) get(i, kind int) int64 { return e.usage[i][kind] }
 
 func (e *nodeEstimate) updateTime() time.Time { return time.Unix(0, e.updated) }
-
-// packEstimate lays the three vectors out as nodeEstimate reads them.
-func packEstimate(updated time.Time, filter, score, prod vector) nodeEstimate {
-	e := nodeEstimate{updated: updated.UnixNano()}
-	if n := len(filter) - inlineResources; n > 0 {
-		e.more = make([][3]int64, n)
-	}
-	for i := range filter {
-		u := [3]int64{filter[i], score[i], prod[i]}
-		if i < inlineResources {
-			e.usage[i] = u
-		} else {
-			e.more[i-inlineResources] = u
-		}
-	}
-	return e
-}
 
 // nodeState is everything known about one node.
 type nodeState struct {
@@ -92,16 +66,13 @@ type nodeState struct {
 	// thresholdsParsed caches the usage-thresholds annotation by its raw value.
 	thresholdsRaw    string
 	thresholdsParsed *nodeThresholds
-	// slot holds the node's estimate from its first one until the cache
-	// forgets the node; it is published only while there is an estimate
-	// (published). The pointer stays, so a refresh that only rewrites the
-	// slot does not take the node table's lock.
-	slot      *estimateSlot
-	published bool
 }
 
 // usageCache holds the per-node state, fed by NodeMetric and pod events and by
-// Reserve/Unreserve. Reads (Filter, Score) take the read lock only.
+// Reserve/Unreserve, under its lock. What Filter and Score read, each node's
+// estimate, is published in estimates (node name → *nodeEstimate), which
+// they read without the lock: they run for every pod on every node, from
+// many goroutines at once.
 type usageCache struct {
 	mu        sync.RWMutex
 	nodes     map[string]*nodeState
@@ -109,15 +80,11 @@ type usageCache struct {
 	resources []corev1.ResourceName
 	args      *config.LoadAwareSchedulingArgs
 	now       func() time.Time
-	// estimates publishes each node's estimate slot to Filter and Score,
-	// which read it without the lock; slots cuts the slots.
-	estimates nodeslots.Slots[estimateSlot]
-	slots     slotAllocator
+	estimates sync.Map
 }
 
-func newCache(args *config.LoadAwareSchedulingArgs, resources []corev1.ResourceName, now func() time.Time, table *nodeslots.Table) *usageCache {
-	return &usageCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, resources: resources, args: args, now: now,
-		estimates: nodeslots.NewSlots[estimateSlot](table).WithFact(hasCustomThresholds)}
+func newCache(args *config.LoadAwareSchedulingArgs, resources []corev1.ResourceName, now func() time.Time) *usageCache {
+	return &usageCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, resources: resources, args: args, now: now}
 }
 
 func (c *usageCache) node(name string) *nodeState {
@@ -193,17 +160,18 @@ func (c *usageCache) assign(pod *corev1.Pod, nodeName string, since time.Time, e
 	c.refresh(n)
 }
 
-// remove forgets a pod (deleted, finished, or unreserved).
-func (c *usageCache) remove(uid types.UID) {
+// remove forgets a pod (deleted, finished, or unreserved), and says whether
+// it was counted.
+func (c *usageCache) remove(uid types.UID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.removeLocked(uid)
+	return c.removeLocked(uid)
 }
 
-func (c *usageCache) removeLocked(uid types.UID) {
+func (c *usageCache) removeLocked(uid types.UID) bool {
 	nodeName, ok := c.podNode[uid]
 	if !ok {
-		return
+		return false
 	}
 	delete(c.podNode, uid)
 	if n := c.nodes[nodeName]; n != nil {
@@ -211,31 +179,24 @@ func (c *usageCache) removeLocked(uid types.UID) {
 		c.refresh(n)
 		c.forgetIfUnused(n)
 	}
+	return true
 }
 
 // forgetIfUnused drops a node the cache holds nothing for any more (no
-// metric, no pods), and frees its slot.
+// metric, no pods).
 func (c *usageCache) forgetIfUnused(n *nodeState) {
 	if n.metric != nil || len(n.pods) > 0 {
 		return
 	}
 	delete(c.nodes, n.name)
 	c.estimates.Delete(n.name)
-	n.published = false
-	if n.slot != nil {
-		c.slots.put(n.slot, c.now())
-		n.slot = nil
-	}
 }
 
 // refresh recomputes a node's estimate; the caller holds the write lock.
 func (c *usageCache) refresh(n *nodeState) {
 	m := n.metric
 	if m == nil || m.Status.NodeMetric == nil || m.Status.UpdateTime == nil {
-		if n.published {
-			c.estimates.Set(n.name, nil)
-			n.published = false
-		}
+		c.estimates.Delete(n.name)
 		return
 	}
 	latest := c.vectorOf(m.Status.NodeMetric.NodeUsage)
@@ -296,15 +257,11 @@ func (c *usageCache) refresh(n *nodeState) {
 	}
 	filter.add(extra)
 	score.add(extra)
-	est := packEstimate(m.Status.UpdateTime.Time, filter, score, prod)
-	if n.slot == nil {
-		n.slot = c.slots.get(c.now())
+	est := &nodeEstimate{updated: m.Status.UpdateTime.UnixNano(), usage: make([][3]int64, len(c.resources))}
+	for i := range c.resources {
+		est.usage[i] = [3]int64{filter[i], score[i], prod[i]}
 	}
-	n.slot.store(&est)
-	if !n.published {
-		c.estimates.Set(n.name, n.slot)
-		n.published = true
-	}
+	c.estimates.Store(n.name, est)
 }
 
 func (c *usageCache) vectorOf(m slov1alpha1.ResourceMap) vector {
@@ -341,17 +298,10 @@ func aggregated(m *slov1alpha1.NodeMetric, t slov1alpha1.AggregationType, d meta
 	return usage, ok
 }
 
-// estimate copies the node's estimate into e, the figures of the cache's
-// resources; ok is false without a usable NodeMetric. custom tells whether
-// the node object has a usage-thresholds annotation, from the line the
-// estimate's slot is found on: most nodes have none, and looking in their
-// annotation map on every call cost Filter more than the rest of its check
-// (BenchmarkFilterPass, annotations=6).
-func (c *usageCache) estimate(node *corev1.Node, e *nodeEstimate) (ok, custom bool) {
-	slot, custom := c.estimates.OfFact(node)
-	if slot == nil {
-		return false, false
+// estimate is the node's estimate, nil without a usable NodeMetric.
+func (c *usageCache) estimate(node string) *nodeEstimate {
+	if v, ok := c.estimates.Load(node); ok {
+		return v.(*nodeEstimate)
 	}
-	slot.load(e, len(c.resources))
-	return true, custom
+	return nil
 }

@@ -20,20 +20,14 @@ import (
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
-	"github.com/koord-project/koord/internal/cyclestate"
-	"github.com/koord-project/koord/internal/nodeslots"
-	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
-	"github.com/koord-project/koord/pkg/client/koordclient"
-	"github.com/koord-project/koord/pkg/reservation"
+	"github.com/koord-project/koord/pkg/reservationutil"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
 )
 
 // Name is the plugin's registered name.
 const Name = "LoadAwareScheduling"
 
 const stateKey fwk.StateKey = Name
-
-// nodeMetricEvent is how the scheduler names NodeMetric events (resource.version.group).
-const nodeMetricEvent fwk.EventResource = "nodemetrics.v1alpha1.slo.koordinator.sh"
 
 var (
 	_ fwk.PreFilterPlugin   = &Plugin{}
@@ -69,17 +63,20 @@ type Plugin struct {
 	synced []cache.InformerSynced
 	ready  atomic.Bool
 
-	// latest is the pod state PreFilter wrote last, found without a
-	// CycleState read per node.
-	latest cyclestate.Latest[*podState]
+	// rejected are the pods Filter turned away, tried again when a node's
+	// load may have dropped (a new NodeMetric, a pod gone, a reservation
+	// consumed) once the cache has the change.
+	rejected frameworkext.Rejected
+	logger   klog.Logger
 }
 
 // Name returns the plugin's name.
 func (p *Plugin) Name() string { return Name }
 
 // New builds the plugin from its typed args and starts watching NodeMetrics
-// and assigned pods, so that its view is rebuilt from the API server on start.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+// (the extender's informer) and assigned pods, so that its view is rebuilt
+// from the API server on start.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, ext *frameworkext.Extender) (fwk.Plugin, error) {
 	args, ok := obj.(*config.LoadAwareSchedulingArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args of type LoadAwareSchedulingArgs, got %T", obj)
@@ -87,13 +84,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := validation.ValidateLoadAwareSchedulingArgs(nil, args); err != nil {
 		return nil, err
 	}
-	p := newPlugin(args, h, time.Now, nodeslots.Shared(ctx, h))
-
-	client, err := koordclient.New(h.KubeConfig())
+	p := newPlugin(args, h, time.Now)
+	p.logger = klog.FromContext(ctx).WithName(Name)
+	factory, err := ext.Informers(h)
 	if err != nil {
 		return nil, err
 	}
-	factory := koordinformers.NewSharedInformerFactory(client, 0)
 	nmInformer := factory.Slo().V1alpha1().NodeMetrics().Informer()
 	nmReg, err := nmInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.onNodeMetric(obj, false) },
@@ -111,17 +107,16 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
+	ext.OnHoldsChanged(func() { p.rejected.Activate(p.logger, p.handle) })
 	p.synced = []cache.InformerSynced{nmReg.HasSynced, podReg.HasSynced}
-	factory.Start(ctx.Done())
+	ext.Start(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), nmInformer.HasSynced) {
 		return nil, fmt.Errorf("%s: NodeMetric informer did not sync", Name)
 	}
 	return p, nil
 }
 
-// table is where the node estimates live: the profile's shared table, or
-// nil for one of the plugin's own.
-func newPlugin(args *config.LoadAwareSchedulingArgs, h fwk.Handle, now func() time.Time, table *nodeslots.Table) *Plugin {
+func newPlugin(args *config.LoadAwareSchedulingArgs, h fwk.Handle, now func() time.Time) *Plugin {
 	// Track every resource any weight or threshold names, cpu and memory first.
 	seen := map[corev1.ResourceName]bool{}
 	var resources []corev1.ResourceName
@@ -146,6 +141,7 @@ func newPlugin(args *config.LoadAwareSchedulingArgs, h fwk.Handle, now func() ti
 		resources:  resources,
 		expiration: time.Duration(args.NodeMetricExpirationSeconds) * time.Second,
 		now:        now,
+		logger:     klog.Background(),
 	}
 	thresholds := args.UsageThresholds
 	if args.Aggregated != nil && len(args.Aggregated.UsageThresholds) > 0 {
@@ -163,7 +159,7 @@ func newPlugin(args *config.LoadAwareSchedulingArgs, h fwk.Handle, now func() ti
 	}
 	p.cpuFactor = scalingFactor(args.EstimatedScalingFactors, corev1.ResourceCPU)
 	p.memoryFactor = scalingFactor(args.EstimatedScalingFactors, corev1.ResourceMemory)
-	p.cache = newCache(args, resources, now, table)
+	p.cache = newCache(args, resources, now)
 	return p
 }
 
@@ -184,12 +180,12 @@ type podState struct {
 	// has expired, fixed for the cycle: reading the clock for every node
 	// costs more than the rest.
 	stale int64
-	// holds is the pod's reservation.Holds, read once per cycle instead
+	// holds is the pod's frameworkext.Holds, read once per cycle instead
 	// of once per node.
-	holds reservation.HoldsOnce
-	// scores is this cycle's memo of node scores, left by Filter; zero
-	// when PreFilter did not run.
-	scores nodeslots.Cycle
+	holds frameworkext.HoldsOnce
+	// turnedAway is set when Filter first turns the pod away in this cycle:
+	// it is then remembered once, not once per node.
+	turnedAway atomic.Bool
 }
 
 func (s *podState) Clone() fwk.StateData { return s }
@@ -209,9 +205,6 @@ func (p *Plugin) computePodState(pod *corev1.Pod) *podState {
 }
 
 func (p *Plugin) podState(state fwk.CycleState, pod *corev1.Pod) *podState {
-	if s, ok := p.latest.In(state); ok {
-		return s
-	}
 	if d, err := state.Read(stateKey); err == nil {
 		if s, ok := d.(*podState); ok {
 			return s
@@ -229,10 +222,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 		}
 		p.ready.Store(true)
 	}
-	s := p.computePodState(pod)
-	s.scores = p.cache.estimates.Begin()
-	state.Write(stateKey, s)
-	p.latest.Wrote(state, s)
+	state.Write(stateKey, p.computePodState(pod))
 	return nil, nil
 }
 
@@ -245,14 +235,19 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	if s.daemonSet {
 		return nil
 	}
+	st := p.filter(ctx, state, s, nodeInfo)
+	if st != nil && s.turnedAway.CompareAndSwap(false, true) {
+		p.rejected.Add(pod)
+	}
+	return st
+}
+
+func (p *Plugin) filter(ctx context.Context, state fwk.CycleState, s *podState, nodeInfo fwk.NodeInfo) *fwk.Status {
 	node := nodeInfo.Node()
-	var copied nodeEstimate
-	found, custom := p.cache.estimate(node, &copied)
-	if !found {
-		s.scores.Put(node, 0)
+	est := p.cache.estimate(node.Name)
+	if est == nil {
 		return nil // no NodeMetric yet: nothing to judge by
 	}
-	est := &copied
 	if p.expired(s, est) {
 		if p.args.FilterExpiredNodeMetrics && !p.args.EnableScheduleWhenNodeMetricsExpired {
 			if logger := klog.FromContext(ctx); logger.V(5).Enabled() {
@@ -260,20 +255,13 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 			}
 			return fwk.NewStatus(fwk.Unschedulable, reasonExpired)
 		}
-		s.scores.Put(node, 0)
 		return nil
 	}
 	usage, prod := p.usageThresholds, p.prodThresholds
-	if custom {
-		if t := p.customThresholds(ctx, node); t != nil {
-			usage, prod = t.usage, t.prod
-		}
+	if t := p.customThresholds(ctx, node); t != nil {
+		usage, prod = t.usage, t.prod
 	}
 	alloc := nodeInfo.GetAllocatable()
-	// What the node's reservations hold against the pod is counted on
-	// every node: Score needs it on every node that passes, so skipping it
-	// where even the most any node holds would pass (reservation.Holds.Most)
-	// saved no look-up, and cost a second pass over the thresholds.
 	var buf [maxResources]int64
 	podEst := p.withReservations(s.holds.Get(state), node, s.estimate, buf[:0])
 	if st := p.check(ctx, node, est, filterUsage, podEst, usage, alloc, p.overReasons); st != nil {
@@ -284,7 +272,6 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 			return st
 		}
 	}
-	s.scores.Put(node, p.score(s, est, podEst, alloc))
 	return nil
 }
 
@@ -297,7 +284,7 @@ const maxResources = 8
 // ran there already: their owners are coming, and a node filled up to its
 // thresholds meanwhile would turn them away. Nodes without reservations
 // cost nothing. The sum goes into buf (allocated only past maxResources).
-func (p *Plugin) withReservations(holds reservation.Holds, node *corev1.Node, est vector, buf vector) vector {
+func (p *Plugin) withReservations(holds frameworkext.Holds, node *corev1.Node, est vector, buf vector) vector {
 	if holds == nil {
 		return est
 	}
@@ -400,19 +387,11 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1
 
 // Score is the weighted least-used (or most-used) share of allocatable,
 // 0–100, from the same estimate Filter uses. Nodes without a fresh metric score 0.
-// Filter worked it out already for nodes it passed in this cycle.
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s := p.podState(state, pod)
 	node := nodeInfo.Node()
-	if v, ok := s.scores.Get(node); ok {
-		return v, nil
-	}
-	var copied nodeEstimate
-	if found, _ := p.cache.estimate(node, &copied); !found {
-		return 0, nil
-	}
-	est := &copied
-	if p.expired(s, est) {
+	est := p.cache.estimate(node.Name)
+	if est == nil || p.expired(s, est) {
 		return 0, nil
 	}
 	var buf [maxResources]int64
@@ -454,13 +433,13 @@ func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
 // Reserve counts the pod on its node before it is bound, so the next pods in
 // a burst see it. A reservation's placeholder is not counted: it is never
 // bound, and once its Bind has made the reservation Available, the
-// reservation is what is counted (reservation.Holds). A record of it would
+// reservation is what is counted (frameworkext.Holds). A record of it would
 // count the reservation twice until the placeholder's deletion reached the
 // plugin; under load, the integration test saw one outlive the deletion
 // (left until a later metric is taken to include it) and turn the
 // reservation's owner away by load that was not there.
 func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	if reservation.PlaceholderOf(pod) != "" {
+	if reservationutil.PlaceholderOf(pod) != "" {
 		return nil
 	}
 	p.cache.assign(pod, nodeName, p.now(), p.podState(state, pod).estimate)
@@ -472,62 +451,30 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev
 	p.cache.remove(pod.UID)
 }
 
-// EventsToRegister re-queues pods this plugin rejected when a node's load may
-// have dropped: a new or updated NodeMetric, a node change, a pod leaving.
+// EventsToRegister: a node that comes or changes its allocatable or its
+// usage-thresholds annotation, and a pod that leaves, may let pods in. New
+// NodeMetrics and reservations that hold less are the plugin's own objects:
+// it requeues the pods it turned away itself, once its cache has the change
+// (frameworkext.Rejected).
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: nodeMetricEvent, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: p.queueOnNodeMetric},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeAnnotation}},
-		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.queueOnPodDelete},
-		// A reservation consumed, ended or deleted stops holding load.
-		{Event: fwk.ClusterEvent{Resource: reservation.SchedulerEvent, ActionType: fwk.Update | fwk.Delete}},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
 	}, nil
 }
 
-// queueOnNodeMetric re-queues on metrics that carry usage; an empty status
-// (a NodeMetric just created by koord-manager) changes nothing.
-//
-// The hint also records the metric: the scheduler's informer, which calls
-// it, may run ahead of the plugin's, and a pod re-queued by this event must
-// be filtered with this metric, or it waits for the next one (or for the
-// scheduler's 5-minute flush).
-func (p *Plugin) queueOnNodeMetric(logger klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
-	nm := asNodeMetric(newObj)
-	if nm != nil && (nm.Status.NodeMetric == nil || nm.Status.UpdateTime == nil) {
-		return fwk.QueueSkip, nil
-	}
-	p.cache.setMetricIfNewer(nm)
-	return fwk.Queue, nil
-}
-
-// queueOnPodDelete also forgets the pod: the scheduler's handler, which
-// calls it, and the plugin's run apart, and a pod re-queued because another
-// left must not be filtered with the leaver still counted, or it is turned
-// away again with nothing left to re-queue it. The event is also raised for
-// a pod whose binding failed (Unreserve already forgot it) and for a pending
-// pod's nomination moving, which has no record.
-func (p *Plugin) queueOnPodDelete(_ klog.Logger, _ *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
-	p.onPodDelete(oldObj)
-	return fwk.Queue, nil
-}
-
-// asNodeMetric accepts the typed object from our informer and the
-// unstructured one the scheduler's dynamic informer hands to queueing hints.
 func asNodeMetric(obj any) *slov1alpha1.NodeMetric {
 	switch o := obj.(type) {
 	case *slov1alpha1.NodeMetric:
 		return o
 	case cache.DeletedFinalStateUnknown:
 		return asNodeMetric(o.Obj)
-	case runtime.Unstructured:
-		nm := &slov1alpha1.NodeMetric{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.UnstructuredContent(), nm); err == nil {
-			return nm
-		}
 	}
 	return nil
 }
 
+// onNodeMetric records a node's metric; one that carries usage may show the
+// node less busy, so the pods turned away try again.
 func (p *Plugin) onNodeMetric(obj any, deleted bool) {
 	nm := asNodeMetric(obj)
 	if nm == nil {
@@ -538,6 +485,9 @@ func (p *Plugin) onNodeMetric(obj any, deleted bool) {
 		return
 	}
 	p.cache.setMetric(nm.Name, nm)
+	if nm.Status.NodeMetric != nil && nm.Status.UpdateTime != nil {
+		p.rejected.Activate(p.logger, p.handle)
+	}
 }
 
 func (p *Plugin) onPod(obj any) {
@@ -545,8 +495,11 @@ func (p *Plugin) onPod(obj any) {
 	if !ok || pod.Spec.NodeName == "" {
 		return
 	}
+	p.rejected.Forget(pod.UID)
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		p.cache.remove(pod.UID)
+		if p.cache.remove(pod.UID) {
+			p.rejected.Activate(p.logger, p.handle)
+		}
 		return
 	}
 	p.cache.assign(pod, pod.Spec.NodeName, boundTime(pod, p.now), nil)
@@ -557,7 +510,10 @@ func (p *Plugin) onPodDelete(obj any) {
 		obj = d.Obj
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
-		p.cache.remove(pod.UID)
+		p.rejected.Forget(pod.UID)
+		if p.cache.remove(pod.UID) {
+			p.rejected.Activate(p.logger, p.handle)
+		}
 	}
 }
 

@@ -24,7 +24,8 @@ import (
 	configv1 "github.com/koord-project/koord/apis/config/v1"
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
-	"github.com/koord-project/koord/pkg/reservation"
+	"github.com/koord-project/koord/pkg/reservationutil"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext/frameworkexttest"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -142,7 +143,7 @@ func TestEstimatePod(t *testing.T) {
 
 func TestFilterThresholds(t *testing.T) {
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
 	node := makeNode("n1", "10", "100Gi")
 	small := makePod("small", rl("100m", "100Mi"), nil, 0)
 
@@ -191,7 +192,7 @@ func TestFilterThresholds(t *testing.T) {
 	// Threshold 0 disables the check.
 	p0 := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
 		a.UsageThresholds = map[corev1.ResourceName]int64{corev1.ResourceCPU: 0}
-	}), nil, clk.now, nil)
+	}), nil, clk.now)
 	p0.cache.setMetric("n1", metric("n1", t0, "9900m", "1Gi"))
 	if err := filter(p0, big, makeNode("n1", "10", "100Gi")); err != nil {
 		t.Errorf("threshold 0 must disable: %v", err)
@@ -215,7 +216,7 @@ func TestStaleMetrics(t *testing.T) {
 		p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
 			a.FilterExpiredNodeMetrics = ptr.To(tc.filterExpired)
 			a.EnableScheduleWhenNodeMetricsExpired = ptr.To(tc.enableExpired)
-		}), nil, clk.now, nil)
+		}), nil, clk.now)
 		p.cache.setMetric("n1", metric("n1", t0.Add(-181*time.Second), "1", "1Gi"))
 		err := filter(p, pod, node)
 		if (err != nil) != tc.wantReject {
@@ -240,9 +241,9 @@ func TestStaleMetrics(t *testing.T) {
 // it is, without estimating the pod or recomputing the node again; a spec
 // change (an in-place resize), which bumps metadata.generation, is counted.
 func TestPodUpdates(t *testing.T) {
-	p := newPlugin(defaultArgs(t, nil), nil, (&clock{t0}).now, nil)
+	p := newPlugin(defaultArgs(t, nil), nil, (&clock{t0}).now)
 	p.cache.setMetric("n1", metric("n1", t0, "2", "4Gi"))
-	usage := func() int64 { return p.cache.estimateOf("n1").get(0, filterUsage) }
+	usage := func() int64 { return p.cache.estimate("n1").get(0, filterUsage) }
 
 	pod := makePod("web", rl("2", "2Gi"), nil, 0) // estimate 1700m
 	pod.Generation = 1
@@ -254,8 +255,10 @@ func TestPodUpdates(t *testing.T) {
 
 	running := pod.DeepCopy()
 	running.Status.Phase = corev1.PodRunning
-	if allocs := testing.AllocsPerRun(100, func() { p.onPod(running) }); allocs != 0 {
-		t.Errorf("a status update re-estimated the pod: %v allocations, want 0", allocs)
+	before := p.cache.estimate("n1")
+	p.onPod(running)
+	if p.cache.estimate("n1") != before {
+		t.Error("a status update recomputed the node's estimate")
 	}
 	if got := usage(); got != 3700 {
 		t.Errorf("after a status update: usage %dm, want 3700m", got)
@@ -284,49 +287,49 @@ func TestPodUpdates(t *testing.T) {
 
 func TestEstimationOfUnreportedPods(t *testing.T) {
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
 	node := makeNode("n1", "10", "100Gi")
 	// Metric at t0 shows 2 cores used; "old" is in it, reporting 1 core.
 	p.cache.setMetric("n1", metric("n1", t0, "2", "4Gi", podMetric("old", "1", "1Gi", "")))
 	old := makePod("old", rl("2", "2Gi"), nil, 0) // estimate 1700m
 	p.cache.assign(old, "n1", t0.Add(-10*time.Minute), nil)
-	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 2000 {
+	if got := p.cache.estimate("n1").get(0, filterUsage); got != 2000 {
 		t.Errorf("a pod the metric reflects must not be added again: usage %dm, want 2000m", got)
 	}
 	// Bound 30s before the report (within one 60s interval): the metric may
 	// show only part of it, so the rest of its estimate is added.
 	recent := makePod("recent", rl("2", "2Gi"), nil, 0)
 	p.cache.assign(recent, "n1", t0.Add(-30*time.Second), nil)
-	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 3700 {
+	if got := p.cache.estimate("n1").get(0, filterUsage); got != 3700 {
 		t.Errorf("recent pod missing from podsMetric: usage %dm, want 3700m", got)
 	}
 	// Reserved (assumed) pods count too, and Unreserve takes them back.
 	assumed := makePod("assumed", rl("1", "1Gi"), nil, 0)
 	p.Reserve(context.Background(), framework.NewCycleState(), assumed, "n1")
-	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 4550 {
+	if got := p.cache.estimate("n1").get(0, filterUsage); got != 4550 {
 		t.Errorf("after Reserve: usage %dm, want 4550m", got)
 	}
 	p.Unreserve(context.Background(), framework.NewCycleState(), assumed, "n1")
-	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 3700 {
+	if got := p.cache.estimate("n1").get(0, filterUsage); got != 3700 {
 		t.Errorf("after Unreserve: usage %dm, want 3700m", got)
 	}
 	// A report 20s later includes "recent" at 1.2 cores, but it may have
 	// sampled before the pod warmed up: the rest of its estimate (500m) stays.
 	clk.t = t0.Add(20 * time.Second)
 	p.cache.setMetric("n1", metric("n1", clk.t, "3200m", "5Gi", podMetric("old", "1", "1Gi", ""), podMetric("recent", "1200m", "1Gi", "")))
-	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 3700 {
+	if got := p.cache.estimate("n1").get(0, filterUsage); got != 3700 {
 		t.Errorf("partly reported pod: usage %dm, want 3700m", got)
 	}
 	// A report more than an interval after the binding reflects it: nothing is added.
 	clk.t = t0.Add(120 * time.Second)
 	p.cache.setMetric("n1", metric("n1", clk.t, "3200m", "5Gi", podMetric("old", "1", "1Gi", ""), podMetric("recent", "1200m", "1Gi", "")))
-	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 3200 {
+	if got := p.cache.estimate("n1").get(0, filterUsage); got != 3200 {
 		t.Errorf("fully reported: usage %dm, want 3200m", got)
 	}
 	// Deleting a pod removes its estimate.
 	p.cache.remove(recent.UID)
 	p.cache.remove(old.UID)
-	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 3200 {
+	if got := p.cache.estimate("n1").get(0, filterUsage); got != 3200 {
 		t.Errorf("after deletes: usage %dm, want 3200m (the metric)", got)
 	}
 	_ = node
@@ -341,7 +344,7 @@ func TestAggregatedUsage(t *testing.T) {
 			UsageAggregatedDuration: &metav1.Duration{Duration: 5 * time.Minute},
 			ScoreAggregationType:    slov1alpha1.AVG,
 		}
-	}), nil, clk.now, nil)
+	}), nil, clk.now)
 	m := metric("n1", t0, "1", "1Gi")
 	m.Status.NodeMetric.AggregatedNodeUsages = []slov1alpha1.AggregatedUsage{
 		{Duration: metav1.Duration{Duration: 5 * time.Minute}, Usage: map[slov1alpha1.AggregationType]slov1alpha1.ResourceMap{
@@ -350,7 +353,7 @@ func TestAggregatedUsage(t *testing.T) {
 			slov1alpha1.P95: {ResourceList: rl("2", "2Gi")}, slov1alpha1.AVG: {ResourceList: rl("5", "2Gi")}}},
 	}
 	p.cache.setMetric("n1", m)
-	est := p.cache.estimateOf("n1")
+	est := p.cache.estimate("n1")
 	if est.get(0, filterUsage) != 8000 {
 		t.Errorf("filter uses p95 over 5m: %dm, want 8000m", est.get(0, filterUsage))
 	}
@@ -376,7 +379,7 @@ func TestProdView(t *testing.T) {
 	p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
 		a.ProdUsageThresholds = map[corev1.ResourceName]int64{corev1.ResourceCPU: 30}
 		a.ScoreAccordingProdUsage = ptr.To(true)
-	}), nil, clk.now, nil)
+	}), nil, clk.now)
 	node := makeNode("n1", "10", "100Gi")
 	// 5 cores used, 3.5 of them by prod pods.
 	p.cache.setMetric("n1", metric("n1", t0, "5", "4Gi",
@@ -400,7 +403,7 @@ func TestScoringStrategies(t *testing.T) {
 	cool, hot := makeNode("cool", "10", "100Gi"), makeNode("hot", "10", "100Gi")
 	pod := makePod("p", rl("1", "1Gi"), nil, 0)
 	for _, strategy := range []string{"LeastUsed", "MostUsed"} {
-		p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) { a.ScoringStrategy = configv1.ScoringStrategy(strategy) }), nil, clk.now, nil)
+		p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) { a.ScoringStrategy = configv1.ScoringStrategy(strategy) }), nil, clk.now)
 		p.cache.setMetric("cool", metric("cool", t0, "1", "10Gi"))
 		p.cache.setMetric("hot", metric("hot", t0, "6", "60Gi"))
 		c, h := score(t, p, pod, cool), score(t, p, pod, hot)
@@ -412,7 +415,7 @@ func TestScoringStrategies(t *testing.T) {
 		}
 	}
 	// Exact value: LeastUsed, cpu (10-1.85)/10 = 81, memory (100-10.7)/100 = 89 → 85.
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
 	p.cache.setMetric("cool", metric("cool", t0, "1", "10Gi"))
 	if s := score(t, p, pod, cool); s != 85 {
 		t.Errorf("score = %d, want 85", s)
@@ -430,7 +433,7 @@ func (h recorderHandle) EventRecorder() events.EventRecorderLogger { return h.re
 func TestMalformedThresholdsReportedOnce(t *testing.T) {
 	clk := &clock{t0}
 	rec := events.NewFakeRecorder(10)
-	p := newPlugin(defaultArgs(t, nil), recorderHandle{rec: rec}, clk.now, nil)
+	p := newPlugin(defaultArgs(t, nil), recorderHandle{rec: rec}, clk.now)
 	p.cache.setMetric("n1", metric("n1", t0, "1", "1Gi"))
 	node := makeNode("n1", "10", "100Gi")
 	node.Annotations = map[string]string{extension.AnnotationCustomUsageThresholds: `{"usageThresholds":{"cpu":150}}`}
@@ -452,7 +455,7 @@ func TestMalformedThresholdsReportedOnce(t *testing.T) {
 // and pods are gone (the node was deleted), the cache forgets it.
 func TestThresholdsForgottenWithNode(t *testing.T) {
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
 	p.cache.setMetric("n1", metric("n1", t0, "1", "1Gi"))
 	node := makeNode("n1", "10", "100Gi")
 	node.Annotations = map[string]string{extension.AnnotationCustomUsageThresholds: `{"usageThresholds":{"cpu":80}}`}
@@ -473,7 +476,7 @@ func TestThresholdsForgottenWithNode(t *testing.T) {
 // not estimated again, and recent ones are.
 func TestRebuildAfterRestart(t *testing.T) {
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
 	p.cache.setMetric("n1", metric("n1", t0, "2", "4Gi", podMetric("old", "1", "1Gi", "")))
 	bound := func(name string, at time.Time) *corev1.Pod {
 		pod := makePod(name, rl("2", "2Gi"), nil, 0)
@@ -483,84 +486,97 @@ func TestRebuildAfterRestart(t *testing.T) {
 	}
 	p.onPod(bound("old", t0.Add(-time.Hour)))
 	p.onPod(bound("new", t0.Add(-5*time.Second)))
-	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 2000+1700 {
+	if got := p.cache.estimate("n1").get(0, filterUsage); got != 2000+1700 {
 		t.Errorf("usage after replay = %dm, want 3700m (metric + the new pod only)", got)
 	}
 	// Replaying the same pods again (a resync) changes nothing.
 	p.onPod(bound("old", t0.Add(-time.Hour)))
 	p.onPod(bound("new", t0.Add(-5*time.Second)))
-	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 3700 {
+	if got := p.cache.estimate("n1").get(0, filterUsage); got != 3700 {
 		t.Errorf("usage after resync = %dm, want 3700m", got)
 	}
 	// A finished pod no longer counts.
 	done := bound("new", t0.Add(-5*time.Second))
 	done.Status.Phase = corev1.PodSucceeded
 	p.onPod(done)
-	if got := p.cache.estimateOf("n1").get(0, filterUsage); got != 2000 {
+	if got := p.cache.estimate("n1").get(0, filterUsage); got != 2000 {
 		t.Errorf("usage after the pod finished = %dm, want 2000m", got)
 	}
 }
 
-// Events and scheduling cycles run concurrently; run with -race.
+// Events and scheduling cycles run concurrently (run with -race), and every
+// cycle sees a consistent node: the hot node is turned away and the cool one
+// admitted whatever the events do meanwhile, which leave both as they are.
 func TestConcurrentEventsAndCycles(t *testing.T) {
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
-	node := makeNode("n1", "32", "128Gi")
-	node.Annotations = map[string]string{extension.AnnotationCustomUsageThresholds: `{"usageThresholds":{"cpu":90}}`}
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	hot, cool := makeNode("hot", "32", "128Gi"), makeNode("cool", "32", "128Gi")
+	for _, n := range []*corev1.Node{hot, cool} {
+		n.Annotations = map[string]string{extension.AnnotationCustomUsageThresholds: `{"usageThresholds":{"cpu":90}}`}
+	}
+	p.cache.setMetric("hot", metric("hot", t0, "31", "8Gi"))
+	p.cache.setMetric("cool", metric("cool", t0, "4", "8Gi"))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := 0; i < 500; i++ {
-			pod := makePod(fmt.Sprintf("p%d", i%20), rl("100m", "100Mi"), nil, 0)
-			p.cache.assign(pod, "n1", t0, nil)
-			p.cache.setMetric("n1", metric("n1", t0, "4", "8Gi"))
-			if i%3 == 0 {
-				p.cache.remove(pod.UID)
+			for _, n := range []string{"hot", "cool"} {
+				pod := makePod(fmt.Sprintf("%s-%d", n, i%20), rl("100m", "100Mi"), nil, 0)
+				p.cache.assign(pod, n, t0, nil)
+				if i%3 == 0 {
+					p.cache.remove(pod.UID)
+				}
 			}
+			p.cache.setMetric("hot", metric("hot", t0, fmt.Sprint(30+i%2), "8Gi"))
+			p.cache.setMetric("cool", metric("cool", t0, fmt.Sprint(3+i%2), "8Gi"))
 		}
 	}()
 	pod := makePod("incoming", rl("1", "1Gi"), nil, 0)
 	for i := 0; i < 500; i++ {
-		_ = filter(p, pod, node)
-		_ = score(t, p, pod, node)
+		if err := filter(p, pod, hot); err == nil {
+			t.Fatalf("cycle %d: the hot node was admitted", i)
+		}
+		if err := filter(p, pod, cool); err != nil {
+			t.Fatalf("cycle %d: the cool node was turned away: %v", i, err)
+		}
+		if h, c := score(t, p, pod, hot), score(t, p, pod, cool); h >= c {
+			t.Fatalf("cycle %d: the hot node scores %d, the cool one %d", i, h, c)
+		}
 	}
 	<-done
 }
 
-// The queueing hint runs on the scheduler's informer, which can be ahead of
-// the plugin's: it records the newer metric, so that the pod it re-queues is
-// filtered with it; an older one (the other informer lagging) changes nothing.
-func TestQueueingHintRecordsNewerMetric(t *testing.T) {
+// A pod turned away for load is sent back to the active queue when a new
+// metric arrives, once the cache has it: filtered again, it passes.
+func TestNewMetricRetriesRejected(t *testing.T) {
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
+	h := &frameworkexttest.Handle{}
+	p := newPlugin(defaultArgs(t, nil), h, clk.now)
 	hot, cool := metric("n1", t0.Add(-time.Minute), "9", "1Gi"), metric("n1", t0, "1", "1Gi")
-	p.cache.setMetric("n1", hot)
+	p.onNodeMetric(hot, false)
 	pod := makePod("p", rl("1", "1Gi"), nil, 0)
 	n := makeNode("n1", "10", "100Gi")
 	if err := filter(p, pod, n); err == nil {
 		t.Fatal("a 90% busy node passed")
 	}
-	if h, err := p.queueOnNodeMetric(klog.Background(), pod, hot, cool); err != nil || h != fwk.Queue {
-		t.Fatalf("hint %v, %v", h, err)
+	if got := h.Activated(); len(got) != 0 {
+		t.Fatalf("activated %v before anything changed", got)
+	}
+	p.onNodeMetric(cool, false)
+	if got := h.Activated(); len(got) != 1 || got[0] != "default/p" {
+		t.Errorf("activated %v after a cool metric, want default/p", got)
 	}
 	if err := filter(p, pod, n); err != nil {
-		t.Errorf("after the hint saw a cool metric: %v", err)
-	}
-	if _, err := p.queueOnNodeMetric(klog.Background(), pod, nil, hot); err != nil {
-		t.Fatal(err)
-	}
-	if err := filter(p, pod, n); err != nil {
-		t.Errorf("an older metric replaced a newer one: %v", err)
+		t.Errorf("after a cool metric: %v", err)
 	}
 }
 
-// A pod the scheduler assumed and then saw deleted re-queues the pods it
-// kept out through this hint, which forgets it first: the plugin's own
-// handler may not have run yet, and the re-queued pod must not find the
-// leaver's estimate still on the node.
-func TestQueueingHintForgetsDeletedPod(t *testing.T) {
+// A pod kept out by an assumed pod's estimate is sent back to the active
+// queue when that pod is deleted, once the cache has forgotten it.
+func TestDeletedPodRetriesRejected(t *testing.T) {
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
+	h := &frameworkexttest.Handle{}
+	p := newPlugin(defaultArgs(t, nil), h, clk.now)
 	p.cache.setMetric("n1", metric("n1", t0.Add(-time.Minute), "1", "1Gi"))
 	n := makeNode("n1", "10", "100Gi")
 	leaver := makePod("leaver", rl("6", "1Gi"), nil, 0)
@@ -571,13 +587,12 @@ func TestQueueingHintForgetsDeletedPod(t *testing.T) {
 	if err := filter(p, pod, n); err == nil {
 		t.Fatal("the node passed with the leaver's estimate on it")
 	}
-	for _, old := range []any{leaver, cache.DeletedFinalStateUnknown{Key: "default/leaver", Obj: leaver}} {
-		if h, err := p.queueOnPodDelete(klog.Background(), pod, old, nil); err != nil || h != fwk.Queue {
-			t.Fatalf("hint %v, %v", h, err)
-		}
+	p.onPodDelete(cache.DeletedFinalStateUnknown{Key: "default/leaver", Obj: leaver})
+	if got := h.Activated(); len(got) != 1 || got[0] != "default/incoming" {
+		t.Errorf("activated %v after the leaver left, want default/incoming", got)
 	}
 	if err := filter(p, pod, n); err != nil {
-		t.Errorf("re-queued after the leaver left, still: %v", err)
+		t.Errorf("after the leaver left, still: %v", err)
 	}
 }
 
@@ -586,11 +601,11 @@ func TestQueueingHintForgetsDeletedPod(t *testing.T) {
 // rather than bound, could leave the estimate behind for good.
 func TestPlaceholderNotCounted(t *testing.T) {
 	clk := &clock{t0}
-	p := newPlugin(defaultArgs(t, nil), nil, clk.now, nil)
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
 	p.cache.setMetric("n1", metric("n1", t0.Add(-time.Minute), "1", "1Gi"))
 	n := makeNode("n1", "10", "100Gi")
 	placeholder := makePod("reservation-web", rl("6", "1Gi"), nil, 0)
-	placeholder.Annotations = map[string]string{reservation.PlaceholderAnnotation: "web"}
+	placeholder.Annotations = map[string]string{reservationutil.PlaceholderAnnotation: "web"}
 	if st := p.Reserve(context.Background(), framework.NewCycleState(), placeholder, "n1"); !st.IsSuccess() {
 		t.Fatal(st)
 	}
@@ -602,7 +617,7 @@ func TestPlaceholderNotCounted(t *testing.T) {
 // A rejection's figures, which the fixed reason leaves out, are logged at
 // verbosity 5, and only then.
 func TestRejectionFiguresLogged(t *testing.T) {
-	p := newPlugin(defaultArgs(t, nil), nil, (&clock{t0}).now, nil)
+	p := newPlugin(defaultArgs(t, nil), nil, (&clock{t0}).now)
 	p.cache.setMetric("n1", metric("n1", t0.Add(-10*time.Second), "6", "10Gi"))
 	pod := makePod("big", rl("1", "100Mi"), nil, 0) // 60% + 8.5%
 	for _, v := range []int{4, 5} {

@@ -13,22 +13,22 @@ import (
 
 	configv1 "github.com/koord-project/koord/apis/config/v1"
 	"github.com/koord-project/koord/apis/extension"
-	"github.com/koord-project/koord/pkg/reservation"
-	"github.com/koord-project/koord/pkg/reservation/reservationtest"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext/frameworkexttest"
 )
 
 // What a reservation has left counts as estimated load for every pod but
 // the owner consuming it, in Filter and in Score.
 func TestReservationsCountAsLoad(t *testing.T) {
-	p := newPlugin(defaultArgs(t, nil), nil, (&clock{t0}).now, nil)
+	p := newPlugin(defaultArgs(t, nil), nil, (&clock{t0}).now)
 	node := makeNode("n1", "10", "100Gi")
 	p.cache.setMetric("n1", metric("n1", t0.Add(-10*time.Second), "4", "10Gi"))
-	r := reservation.Hold{Name: "r", UID: "r", MilliCPU: 2000, Memory: 1 << 30}
+	r := frameworkext.Hold{Name: "r", UID: "r", MilliCPU: 2000, Memory: 1 << 30}
 	pod := makePod("p", rl("1", "100Mi"), nil, 0) // estimate 850m
 
-	run := func(h reservation.Holds) (int64, error) {
+	run := func(h frameworkext.Holds) (int64, error) {
 		cs := framework.NewCycleState()
-		cs.Write(reservation.HoldsStateKey, h)
+		cs.Write(frameworkext.HoldsStateKey, h)
 		p.PreFilter(context.Background(), cs, pod, nil)
 		var err error
 		if st := p.Filter(context.Background(), cs, pod, nodeInfo(node)); !st.IsSuccess() {
@@ -38,11 +38,11 @@ func TestReservationsCountAsLoad(t *testing.T) {
 		return s, err
 	}
 	// 40% measured + 8.5% pod + 17% held (2000m × 85%) = 65.5% > 65%.
-	heldScore, err := run(&reservationtest.Holds{HeldBy: []reservation.Hold{r}})
+	heldScore, err := run(&frameworkexttest.Holds{HeldBy: []frameworkext.Hold{r}})
 	if err == nil || !strings.Contains(err.Error(), "cpu usage over the load threshold") {
 		t.Errorf("a stranger beside a 2-CPU reservation: %v, want a cpu rejection", err)
 	}
-	ownScore, err := run(&reservationtest.Holds{Use: &r})
+	ownScore, err := run(&frameworkexttest.Holds{Use: &r})
 	if err != nil {
 		t.Errorf("the owner consuming it: %v", err)
 	}
@@ -51,23 +51,22 @@ func TestReservationsCountAsLoad(t *testing.T) {
 	}
 	// The reservation is on another node: Filter's shortcut (the most any
 	// node holds) does not fit, the node's own figure does.
-	if _, err := run(&reservationtest.Holds{Node: "n2", HeldBy: []reservation.Hold{r}}); err != nil {
+	if _, err := run(&frameworkexttest.Holds{Node: "n2", HeldBy: []frameworkext.Hold{r}}); err != nil {
 		t.Errorf("a reservation on n2 turned the pod away from n1: %v", err)
 	}
 }
 
-// Score in the cycle of a Filter that passed the node returns what Filter
-// worked out (the memo), equal to what Score works out on its own, for
-// every path through Filter: no reservations, a stranger beside one, the
-// shortcut past the most any node holds, the owner, a prod pod.
-func TestScoreReusesFilter(t *testing.T) {
+// Score after Filter in one cycle gives what Score gives on its own, for
+// every path through Filter: no reservations, a stranger beside one, held
+// on another node, the owner, a prod pod; and it follows the node's load.
+func TestScoreAfterFilter(t *testing.T) {
 	clk := &clock{t0}
-	r := reservation.Hold{Name: "r", UID: "r", MilliCPU: 1000, Memory: 1 << 30}
-	holds := map[string]reservation.Holds{
+	r := frameworkext.Hold{Name: "r", UID: "r", MilliCPU: 1000, Memory: 1 << 30}
+	holds := map[string]frameworkext.Holds{
 		"none":                 nil,
-		"stranger here":        &reservationtest.Holds{HeldBy: []reservation.Hold{r}},
-		"held on another node": &reservationtest.Holds{Node: "n2", HeldBy: []reservation.Hold{r}},
-		"owner":                &reservationtest.Holds{Use: &r},
+		"stranger here":        &frameworkexttest.Holds{HeldBy: []frameworkext.Hold{r}},
+		"held on another node": &frameworkexttest.Holds{Node: "n2", HeldBy: []frameworkext.Hold{r}},
+		"owner":                &frameworkexttest.Holds{Use: &r},
 	}
 	pods := map[string]*corev1.Pod{
 		"batch": makePod("p", rl("1", "1Gi"), nil, 5000),
@@ -77,7 +76,7 @@ func TestScoreReusesFilter(t *testing.T) {
 		p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
 			a.ScoringStrategy = strategy
 			a.ScoreAccordingProdUsage = ptr.To(true)
-		}), nil, clk.now, nil)
+		}), nil, clk.now)
 		node := makeNode("n1", "10", "100Gi")
 		for hname, h := range holds {
 			for pname, pod := range pods {
@@ -85,7 +84,7 @@ func TestScoreReusesFilter(t *testing.T) {
 				state := func() fwk.CycleState {
 					cs := framework.NewCycleState()
 					if h != nil {
-						cs.Write(reservation.HoldsStateKey, h)
+						cs.Write(frameworkext.HoldsStateKey, h)
 					}
 					return cs
 				}
@@ -102,15 +101,13 @@ func TestScoreReusesFilter(t *testing.T) {
 					return v
 				}
 				want := alone()
-				// The node gets busier after Filter: this cycle's Score
-				// still scores what Filter judged, a new cycle the load.
-				p.cache.setMetric("n1", metric("n1", t0, "6", "60Gi"))
 				got, _ := p.Score(context.Background(), cs, pod, ni)
 				if got != want {
 					t.Errorf("%s/%s/%s: Score after Filter %d, on its own %d", strategy, hname, pname, got, want)
 				}
+				p.cache.setMetric("n1", metric("n1", t0, "6", "60Gi"))
 				if later := alone(); later == want {
-					t.Errorf("%s/%s/%s: the busier node scores %d as before; the test cannot tell the memo was read", strategy, hname, pname, later)
+					t.Errorf("%s/%s/%s: the busier node scores %d as before", strategy, hname, pname, later)
 				}
 			}
 		}
@@ -132,7 +129,7 @@ func TestHeldScaledAsEstimates(t *testing.T) {
 		}, cpu: 2000, memory: 1000, wantCPU: 1000, wantM: 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPlugin(defaultArgs(t, tc.mutate), nil, (&clock{t0}).now, nil)
+			p := newPlugin(defaultArgs(t, tc.mutate), nil, (&clock{t0}).now)
 			est := make(vector, len(p.resources))
 			est[0], est[1] = 10, 20
 			got := p.addHeld(est, tc.cpu, tc.memory, nil)

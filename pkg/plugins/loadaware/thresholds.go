@@ -24,13 +24,6 @@ type nodeThresholds struct {
 	usage, prod []int64
 }
 
-// hasCustomThresholds is the fact the node table keeps per node object (see
-// usageCache.estimate): Filter calls customThresholds only where it holds.
-func hasCustomThresholds(node *corev1.Node) bool {
-	_, ok := node.Annotations[extension.AnnotationCustomUsageThresholds]
-	return ok
-}
-
 // customThresholds returns the thresholds of the node's usage-thresholds
 // annotation, nil when it has none or it is malformed (the plugin args apply
 // then; a malformed value is logged and reported as an event once per value).

@@ -14,8 +14,8 @@ import (
 	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/internal/schedtest"
 	"github.com/koord-project/koord/internal/topologytest"
-	"github.com/koord-project/koord/pkg/reservation"
-	"github.com/koord-project/koord/pkg/reservation/reservationtest"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext/frameworkexttest"
 )
 
 // benchCluster is n nodes of 2 sockets × 2 NUMA × 16 cores × 2 threads, each
@@ -107,9 +107,8 @@ func BenchmarkScore(b *testing.B) {
 	f, nodes := benchCluster(b, 1)
 	pod := lsr("incoming", "4", "8Gi", nil)
 	b.Run("NodeNUMAResource", func(b *testing.B) {
-		// PreFilter without Filter: Score works the node out itself, as it
-		// does where Filter did not leave it the score (nodeslots.Cycle), the
-		// slower path; Filter's benchmark includes working the score out.
+		// Score works the node out from its view: PreFilter and PreScore
+		// only read the pod.
 		cs := framework.NewCycleState()
 		if _, st := f.p.PreFilter(ctx, cs, pod, nodes); !st.IsSuccess() {
 			b.Fatal(st.AsError())
@@ -179,14 +178,14 @@ func BenchmarkFilterReservations(b *testing.B) {
 	pod := lsr("incoming", "4", "8Gi", nil)
 	view, _ := f.p.state.View(nodes[0].Node().Name)
 	cpus, _ := view.Topo.Choose(view.Available, full(8))
-	pinned := reservation.Hold{Name: "r", UID: "r", MilliCPU: 8000, Memory: 16 * gi, CPUs: cpus, NUMAMemory: map[int]int64{view.Topo.NUMANodeOf(cpus.List()[0]): 16 * gi}}
+	pinned := frameworkext.Hold{Name: "r", UID: "r", MilliCPU: 8000, Memory: 16 * gi, CPUs: cpus, NUMAMemory: map[int]int64{view.Topo.NUMANodeOf(cpus.List()[0]): 16 * gi}}
 	for _, tc := range []struct {
 		name  string
-		holds reservation.Holds
+		holds frameworkext.Holds
 	}{
-		{"none-on-node", &reservationtest.Holds{Node: "elsewhere"}},
-		{"stranger-beside-pinned", &reservationtest.Holds{HeldBy: []reservation.Hold{pinned}}},
-		{"owner-of-pinned", &reservationtest.Holds{Use: &pinned}},
+		{"none-on-node", &frameworkexttest.Holds{Node: "elsewhere"}},
+		{"stranger-beside-pinned", &frameworkexttest.Holds{HeldBy: []frameworkext.Hold{pinned}}},
+		{"owner-of-pinned", &frameworkexttest.Holds{Use: &pinned}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			f.holds = tc.holds
@@ -233,7 +232,7 @@ func BenchmarkFilterPass(b *testing.B) {
 	// The first pass builds the views; the passes measured find them built.
 	f.cycle(pod)
 	for _, nd := range nodes {
-		if view, _ := f.p.state.View(nd.Name); view == nil || f.p.state.Built(nd) != view {
+		if view, _ := f.p.state.View(nd.Name); view == nil || f.p.state.Built(nd.Name) != view {
 			b.Fatalf("%s: the pod's first pass built no view, so the passes would not measure the binding path", nd.Name)
 		}
 	}

@@ -22,11 +22,7 @@ type NUMACapacity struct {
 
 // Capacity summarises available per NUMA node, in NUMA id order.
 func (t *Topology) Capacity(available cpuset.CPUSet) []NUMACapacity {
-	return t.capacityInto(make([]NUMACapacity, 0, len(t.numaIDs)), available)
-}
-
-// capacityInto is Capacity appended to caps.
-func (t *Topology) capacityInto(caps []NUMACapacity, available cpuset.CPUSet) []NUMACapacity {
+	caps := make([]NUMACapacity, 0, len(t.numaIDs))
 	for _, id := range t.numaIDs {
 		c := NUMACapacity{ID: id, Socket: t.numaSocket[id], Cores: len(t.numaCores[id]), CPUs: t.numaCPUs[id].Size()}
 		for _, k := range t.numaCores[id] {

@@ -3,7 +3,6 @@ package numaresource
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/utils/cpuset"
@@ -85,15 +84,7 @@ func FuzzPodAndNodePolicies(f *testing.F) {
 			return
 		}
 		n := node("n", map[string]string{extension.LabelNodeCPUBindPolicy: nodeBind, extension.LabelNodeNUMATopologyPolicy: nodeNUMA})
-		b, binds, err := req.on(n, nil)
-		// A view's memo answers as parsing does, first and second time.
-		view := &NodeView{policies: &policyMemo{}}
-		for range 2 {
-			mb, mbinds, merr := req.on(n, view)
-			if mb != b || mbinds != binds || (merr == nil) != (err == nil) {
-				t.Fatalf("with the memo: %v %v %v, parsed: %v %v %v", mb, mbinds, merr, b, binds, err)
-			}
-		}
+		b, binds, err := req.on(n)
 		if err != nil {
 			msg := err.Error()
 			if !strings.Contains(msg, "label ") {
@@ -113,56 +104,23 @@ func FuzzPodAndNodePolicies(f *testing.F) {
 	})
 }
 
-// A relabelled node is a new Node object: its view's memo reads the labels
-// anew, including a malformed value, which names the label.
-func TestPoliciesFollowTheNodeObject(t *testing.T) {
+// A relabelled node binds by its new labels; a malformed value names the label.
+func TestPoliciesFollowTheNodeLabels(t *testing.T) {
 	req, err := newPodRequest(lsr("p", "2", "1Gi", nil), extension.CPUBindPolicyFullPCPUs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	view := &NodeView{policies: &policyMemo{}}
-	if b, _, err := req.on(node("n", nil), view); err != nil || b.policy != extension.CPUBindPolicyFullPCPUs {
+	if b, _, err := req.on(node("n", nil)); err != nil || b.policy != extension.CPUBindPolicyFullPCPUs {
 		t.Fatalf("unlabelled node: %v %v", b, err)
 	}
 	spread := node("n", map[string]string{extension.LabelNodeCPUBindPolicy: string(extension.NodeCPUBindPolicySpreadByPCPUs)})
-	if b, _, err := req.on(spread, view); err != nil || b.policy != extension.CPUBindPolicySpreadByPCPUs {
+	if b, _, err := req.on(spread); err != nil || b.policy != extension.CPUBindPolicySpreadByPCPUs {
 		t.Fatalf("node relabelled SpreadByPCPUs: %v %v", b, err)
 	}
 	bad := node("n", map[string]string{extension.LabelNodeNUMATopologyPolicy: "Sometimes"})
-	if _, _, err := req.on(bad, view); err == nil || !strings.Contains(err.Error(), extension.LabelNodeNUMATopologyPolicy) {
+	if _, _, err := req.on(bad); err == nil || !strings.Contains(err.Error(), extension.LabelNodeNUMATopologyPolicy) {
 		t.Fatalf("malformed label: %v", err)
 	}
-}
-
-// Filter runs for many nodes at once: goroutines sharing a view's memo, one
-// of them seeing the node after a relabel, each get their own node's policy
-// (go test -race).
-func TestPoliciesMemoConcurrent(t *testing.T) {
-	req, err := newPodRequest(lsr("p", "2", "1Gi", nil), extension.CPUBindPolicyFullPCPUs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	view := &NodeView{policies: &policyMemo{}}
-	plain := node("n", nil)
-	spread := node("n", map[string]string{extension.LabelNodeCPUBindPolicy: string(extension.NodeCPUBindPolicySpreadByPCPUs)})
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n, want := plain, extension.CPUBindPolicyFullPCPUs
-			if g%2 == 1 {
-				n, want = spread, extension.CPUBindPolicySpreadByPCPUs
-			}
-			for range 100 {
-				if b, _, err := req.on(n, view); err != nil || b.policy != want {
-					t.Errorf("goroutine %d: %v %v, want %s", g, b, err, want)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // FuzzFitMasksLikeSets: fit narrows a view's per-NUMA capacities instead of
@@ -182,7 +140,7 @@ func FuzzFitMasksLikeSets(f *testing.F) {
 	f.Add(uint64(0xf0), uint64(0), uint8(1), uint8(2), uint8(0), uint8(2), uint8(1))
 	info := topologytest.Linux(2, 2, 8, 2, 8*gi) // 64 CPUs, 4 NUMA nodes of 8 GiB
 	f.Fuzz(func(t *testing.T, pcpuMask, numaMask uint64, heldGiB, count, exclusive, numaPolicy, podGiB uint8) {
-		s := NewState(nil)
+		s := NewState()
 		s.SetTopology("n", info, nil)
 		view, err := s.View("n")
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,10 +25,8 @@ import (
 	"github.com/koord-project/koord/apis/config"
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/apis/extension"
-	"github.com/koord-project/koord/internal/cyclestate"
-	"github.com/koord-project/koord/internal/nodeslots"
-	"github.com/koord-project/koord/pkg/plugins/podbinding"
-	"github.com/koord-project/koord/pkg/reservation"
+	"github.com/koord-project/koord/pkg/reservationutil"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
 )
 
 // Name is the plugin's registered name.
@@ -56,6 +53,7 @@ var (
 // Plugin is NodeNUMAResource.
 type Plugin struct {
 	handle fwk.Handle
+	ext    *frameworkext.Extender
 	args   *config.NodeNUMAResourceArgs
 	state  *State
 
@@ -65,22 +63,18 @@ type Plugin struct {
 	synced []cache.InformerSynced
 	ready  atomic.Bool
 
-	// waiting are pods this plugin rejected somewhere; they are retried as
-	// soon as a topology arrives or CPUs are freed. The scheduler requeues
-	// them on pod deletion by itself, but its handler may run before ours has
-	// released the deleted pod's CPUs.
-	waitMu  sync.Mutex
-	waiting map[types.UID]*corev1.Pod
+	// rejected are pods this plugin turned away somewhere; they are retried
+	// as soon as a topology arrives or CPUs are freed. The scheduler
+	// requeues them on pod deletion by itself, but its handler may run
+	// before ours has released the deleted pod's CPUs.
+	rejected frameworkext.Rejected
+	logger   klog.Logger
 
 	nodeScore, numaScore scorer
 
-	// binding says whether the profile binds with podbinding (the chosen
-	// CPUs ride on the Binding) or needs the PreBind patch.
-	binding podbinding.Profile
-
-	// latest is the pod state PreFilter wrote last, found without a
-	// CycleState read per node.
-	latest cyclestate.Latest[*podState]
+	// binding says whether the profile binds with frameworkext.Bind (the
+	// chosen CPUs ride on the Binding) or needs the PreBind patch.
+	binding frameworkext.CarriedOnce
 }
 
 // scorer turns free and used amounts into 0-100 by a scoring strategy.
@@ -120,7 +114,7 @@ func (p *Plugin) Name() string { return Name }
 
 // New builds the plugin from its typed args and starts watching topologies
 // and pods, so that its view of every node is rebuilt from the API server.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, ext *frameworkext.Extender) (fwk.Plugin, error) {
 	args, ok := obj.(*config.NodeNUMAResourceArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args of type NodeNUMAResourceArgs, got %T", obj)
@@ -128,7 +122,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := validation.ValidateNodeNUMAResourceArgs(nil, args); err != nil {
 		return nil, err
 	}
-	p := newPlugin(args, h, nodeslots.Shared(ctx, h))
+	p := newPlugin(args, h, ext)
+	p.logger = klog.FromContext(ctx).WithName(Name)
+	// A reservation that ends or is consumed releases the CPUs it pinned.
+	ext.OnHoldsChanged(p.retryRejected)
 	topologySynced, err := p.watchTopology(ctx, h)
 	if err != nil {
 		return nil, err
@@ -145,14 +142,15 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	return p, nil
 }
 
-// table is where the node views live: the profile's shared table, or nil
-// for one of the plugin's own.
-func newPlugin(args *config.NodeNUMAResourceArgs, h fwk.Handle, table *nodeslots.Table) *Plugin {
+// newPlugin is the plugin before it watches anything (tests start here).
+func newPlugin(args *config.NodeNUMAResourceArgs, h fwk.Handle, ext *frameworkext.Extender) *Plugin {
+	ext.RegisterBinder(Name)
 	return &Plugin{
 		handle:    h,
+		ext:       ext,
 		args:      args,
-		state:     NewState(table),
-		waiting:   map[types.UID]*corev1.Pod{},
+		state:     NewState(),
+		logger:    klog.Background(),
 		nodeScore: newScorer(args.ScoringStrategy),
 		numaScore: newScorer(args.NUMAScoringStrategy),
 	}
@@ -163,9 +161,12 @@ func (p *Plugin) onPod(ctx context.Context, obj any) {
 	if !ok {
 		return
 	}
+	if pod.Spec.NodeName != "" {
+		p.rejected.Forget(pod.UID)
+	}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		if p.state.Forget(pod.UID) {
-			p.retryWaiting(klog.FromContext(ctx))
+			p.retryRejected()
 		}
 		return
 	}
@@ -183,47 +184,24 @@ func (p *Plugin) onPodDelete(obj any) {
 		obj = t.Obj
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
-		p.waitMu.Lock()
-		delete(p.waiting, pod.UID)
-		p.waitMu.Unlock()
+		p.rejected.Forget(pod.UID)
 		if p.state.Forget(pod.UID) {
-			p.retryWaiting(klog.Background())
+			p.retryRejected()
 		}
 	}
 }
 
-// retryWaiting moves the pods this plugin rejected back to the active queue.
-func (p *Plugin) retryWaiting(logger klog.Logger) {
-	p.waitMu.Lock()
-	if len(p.waiting) == 0 {
-		p.waitMu.Unlock()
-		return
-	}
-	pods := make(map[string]*corev1.Pod, len(p.waiting))
-	for _, pod := range p.waiting {
-		pods[pod.Namespace+"/"+pod.Name] = pod
-	}
-	p.waiting = map[types.UID]*corev1.Pod{}
-	p.waitMu.Unlock()
-	p.handle.Activate(logger, pods)
-}
-
-func (p *Plugin) rejected(pod *corev1.Pod) {
-	p.waitMu.Lock()
-	p.waiting[pod.UID] = pod
-	p.waitMu.Unlock()
-}
+// retryRejected moves the pods this plugin turned away back to the active queue.
+func (p *Plugin) retryRejected() { p.rejected.Activate(p.logger, p.handle) }
 
 // EventsToRegister: CPUs free up when a pod leaves, and a node's labels decide
-// its bind and NUMA policies. Topology changes and freed CPUs also
-// re-activate the pods this plugin rejected directly (ConfigMaps are not
-// scheduler events, and the plugin's view may lag the scheduler's).
+// its bind and NUMA policies. Topology changes, freed CPUs and reservations
+// that release theirs re-activate the pods this plugin turned away directly
+// (frameworkext.Rejected), once its state has the change.
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
-		// A reservation that ends or is consumed releases the CPUs it pinned.
-		{Event: fwk.ClusterEvent{Resource: reservation.SchedulerEvent, ActionType: fwk.Update | fwk.Delete}},
 	}, nil
 }
 
@@ -233,10 +211,8 @@ type podState struct {
 	// topology or CPUs: the pod is then remembered once per cycle, not once
 	// per node (Filter runs on many nodes in parallel).
 	turnedAway atomic.Bool
-	// holds is the pod's reservation.Holds, read once per cycle.
-	holds reservation.HoldsOnce
-	// scores is this cycle's memo of node scores, left by Filter.
-	scores nodeslots.Cycle
+	// holds is the pod's frameworkext.Holds, read once per cycle.
+	holds frameworkext.HoldsOnce
 }
 
 func (s *podState) Clone() fwk.StateData { return s }
@@ -264,9 +240,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	if !req.mayBind() && req.numaPolicy == extension.NUMATopologyPolicyNone {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	st := &podState{req: req, scores: p.state.BeginScores()}
-	cs.Write(podStateKey, st)
-	p.latest.Wrote(cs, st)
+	cs.Write(podStateKey, &podState{req: req})
 	return nil, nil
 }
 
@@ -274,14 +248,15 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 func (p *Plugin) readPodState(cs fwk.CycleState) (*podState, *fwk.Status) {
-	if st, ok := p.latest.In(cs); ok {
-		return st, nil
-	}
 	d, err := cs.Read(podStateKey)
 	if err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("reading %q from cycle state: %w", podStateKey, err))
 	}
-	return d.(*podState), nil
+	st, ok := d.(*podState)
+	if !ok {
+		return nil, fwk.AsStatus(fmt.Errorf("%q in cycle state is a %T", podStateKey, d))
+	}
+	return st, nil
 }
 
 // Filter keeps a binding pod off nodes that cannot give it the CPUs its
@@ -293,34 +268,24 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	}
 	req := st.req
 	node := nodeInfo.Node()
-	// The built view, if any, remembers the node's labels; building one (or
-	// finding there is none) takes the state's lock, which nodes where the
-	// pod binds nothing must not.
-	view := p.state.Built(node)
-	b, binds, err := req.on(node, view)
+	b, binds, err := req.on(node)
 	if err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	if !binds {
-		st.scores.Put(node, 0)
 		return nil
 	}
-	if view == nil {
-		if view, err = p.state.View(node.Name); err != nil {
-			p.turnAway(st, pod)
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
-		}
+	view, err := p.state.View(node.Name)
+	if err != nil {
+		p.turnAway(st, pod)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	view, _ = p.forPod(st, cs, node, view)
 	var buf [4]NUMACapacity
-	pl, err := fit(view, req, b, false, buf[:0])
-	if err != nil {
+	if _, err := fit(view, req, b, false, buf[:0]); err != nil {
 		p.turnAway(st, pod)
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	// Score's value, while the view is at hand (packing decides which CPUs
-	// Reserve takes, not whether the pod fits or how the node scores).
-	st.scores.Put(node, p.score(view, b, req, pl))
 	return nil
 }
 
@@ -329,7 +294,7 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 // ends the PostFilter phase early for many of them.)
 func (p *Plugin) turnAway(st *podState, pod *corev1.Pod) {
 	if st.turnedAway.CompareAndSwap(false, true) {
-		p.rejected(pod)
+		p.rejected.Add(pod)
 	}
 }
 
@@ -454,7 +419,7 @@ func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, n
 	}
 	req := st.req
 	for _, n := range nodes {
-		if _, binds, err := req.on(n.Node(), nil); err == nil && binds {
+		if _, binds, err := req.on(n.Node()); err == nil && binds {
 			return nil
 		}
 	}
@@ -470,19 +435,14 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 		return 0, status
 	}
 	node := nodeInfo.Node()
-	if v, ok := st.scores.Get(node); ok {
-		return v, nil // Filter worked it out in this cycle
-	}
 	req := st.req
-	view := p.state.Built(node) // as in Filter
-	b, binds, err := req.on(node, view)
+	b, binds, err := req.on(node)
 	if err != nil || !binds {
 		return 0, nil
 	}
-	if view == nil {
-		if view, err = p.state.View(node.Name); err != nil {
-			return 0, nil
-		}
+	view, err := p.state.View(node.Name)
+	if err != nil {
+		return 0, nil
 	}
 	view, _ = p.forPod(st, cs, node, view)
 	var buf [4]NUMACapacity
@@ -554,7 +514,7 @@ func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	b, binds, err := req.on(nodeInfo.Node(), nil)
+	b, binds, err := req.on(nodeInfo.Node())
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
@@ -586,12 +546,9 @@ func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if err := p.state.Assume(nodeName, pod.UID, alloc); err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	p.waitMu.Lock()
-	delete(p.waiting, pod.UID)
-	p.waitMu.Unlock()
 	cs.Write(reservedKey, &reserved{alloc: alloc, status: annotation})
-	if p.binding.Carried(p.handle) {
-		podbinding.Add(cs, extension.AnnotationResourceStatus, annotation, func() *fwk.Status { return p.stillAssumed(pod, alloc) })
+	if p.binding.Carried(p.ext, p.handle) {
+		frameworkext.Add(cs, extension.AnnotationResourceStatus, annotation, func() *fwk.Status { return p.stillAssumed(pod, alloc) })
 	}
 	klog.FromContext(ctx).V(4).Info("Reserved CPUs", "pod", klog.KObj(pod), "node", nodeName, "cpuset", cpus.String())
 	return nil
@@ -655,14 +612,14 @@ func resourceStatus(topo *Topology, a Allocation) (string, error) {
 // Unreserve releases the CPUs Reserve held.
 func (p *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
 	if _, err := cs.Read(reservedKey); err == nil && p.state.Forget(pod.UID) {
-		p.retryWaiting(klog.FromContext(ctx))
+		p.retryRejected()
 	}
 }
 
 // PreBindPreFlight skips PreBind for pods that bind no CPUs, and for all
 // pods when the CPUs ride on the Binding (see Bind).
 func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if _, err := cs.Read(reservedKey); err != nil || p.binding.Carried(p.handle) {
+	if _, err := cs.Read(reservedKey); err != nil || p.binding.Carried(p.ext, p.handle) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
@@ -673,15 +630,15 @@ func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ *corev
 // binder. Only in effect where this plugin comes before DefaultBinder in the
 // profile's bind list.
 func (p *Plugin) Bind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	return podbinding.Bind(ctx, p.handle, cs, pod, nodeName)
+	return frameworkext.Bind(ctx, p.handle, cs, pod, nodeName)
 }
 
 // PostBind lets go of a reservation's placeholder: the Reservation plugin's
 // Bind has just made the CPUs chosen for it the reservation's own, which
-// holds them from then on (through reservation.Holds); the placeholder itself
+// holds them from then on (through frameworkext.Holds); the placeholder itself
 // never runs.
 func (p *Plugin) PostBind(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) {
-	if reservation.PlaceholderOf(pod) == "" {
+	if reservationutil.PlaceholderOf(pod) == "" {
 		return
 	}
 	if _, err := cs.Read(reservedKey); err == nil {
@@ -694,7 +651,7 @@ func (p *Plugin) PostBind(_ context.Context, cs fwk.CycleState, pod *corev1.Pod,
 // whose first binder is DefaultBinder. Otherwise Bind carries them.
 func (p *Plugin) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	d, err := cs.Read(reservedKey)
-	if err != nil || p.binding.Carried(p.handle) {
+	if err != nil || p.binding.Carried(p.ext, p.handle) {
 		return nil
 	}
 	r := d.(*reserved)

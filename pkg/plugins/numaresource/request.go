@@ -2,7 +2,6 @@ package numaresource
 
 import (
 	"fmt"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -101,14 +100,15 @@ type binding struct {
 // there. The error says why it cannot be placed on the node at all (a policy
 // conflict or a malformed node label). Values, not pointers: this runs for
 // every node in Filter and Score.
-// view, when not nil, is the node's view, which remembers the node's
-// policies for the Node object it last read them from.
-func (r *podRequest) on(node *corev1.Node, view *NodeView) (b binding, ok bool, err error) {
-	pol := policiesOf(node, view)
-	if pol.err != nil {
-		return b, false, pol.err
+func (r *podRequest) on(node *corev1.Node) (b binding, ok bool, err error) {
+	nodeNUMA, err := extension.GetNodeNUMATopologyPolicy(node.Labels)
+	if err != nil {
+		return b, false, err
 	}
-	nodeNUMA, nodeBind := pol.numa, pol.bind
+	nodeBind, err := extension.GetNodeCPUBindPolicy(node.Labels)
+	if err != nil {
+		return b, false, err
+	}
 	numa := r.numaPolicy
 	if numa != extension.NUMATopologyPolicyNone && nodeNUMA != extension.NUMATopologyPolicyNone && numa != nodeNUMA {
 		return b, false, fmt.Errorf("the pod's NUMA policy %s (annotation %s) conflicts with the node's %s (label %s)",
@@ -133,51 +133,4 @@ func (r *podRequest) on(node *corev1.Node, view *NodeView) (b binding, ok bool, 
 		return b, false, nil
 	}
 	return binding{policy: policy, count: int(r.cpuMilli / 1000), numaPolicy: numa}, true, nil
-}
-
-// nodePolicies are a node's NUMA topology and CPU bind policy labels, parsed.
-type nodePolicies struct {
-	node *corev1.Node // the object they were read from
-	numa extension.NUMATopologyPolicy
-	bind extension.NodeCPUBindPolicy
-	err  error
-}
-
-// policyMemo keeps the last nodePolicies a node's view parsed: Filter and
-// Score ask for every binding pod, and reading the labels map of every node
-// costs more than the rest of the decision (cache misses per node). Nodes
-// change their labels rarely; a new Node object is parsed anew. The first
-// parse is kept in the memo itself (allocated with the view), so a hit reads
-// memory next to the view's; later ones, after a node update, are
-// allocated.
-type policyMemo struct {
-	last    atomic.Pointer[nodePolicies]
-	claimed atomic.Bool
-	first   nodePolicies // written once, by the goroutine that claimed it
-}
-
-func policiesOf(node *corev1.Node, view *NodeView) nodePolicies {
-	var m *policyMemo
-	if view != nil {
-		m = view.policies
-	}
-	if m != nil {
-		if p := m.last.Load(); p != nil && p.node == node {
-			return *p
-		}
-	}
-	p := nodePolicies{node: node}
-	p.numa, p.err = extension.GetNodeNUMATopologyPolicy(node.Labels)
-	if p.err == nil {
-		p.bind, p.err = extension.GetNodeCPUBindPolicy(node.Labels)
-	}
-	if m != nil {
-		if m.claimed.CompareAndSwap(false, true) {
-			m.first = p
-			m.last.Store(&m.first)
-		} else {
-			m.last.Store(&p)
-		}
-	}
-	return p
 }

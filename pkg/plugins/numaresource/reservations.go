@@ -8,7 +8,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/cpuset"
 
-	"github.com/koord-project/koord/pkg/reservation"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
 )
 
 // forPod narrows a node's view to what the pod of this cycle may take once
@@ -16,14 +16,8 @@ import (
 // reservations it may not use are held against it. For an owner, own is the
 // view of just the reservation it consumes, what Reserve takes from first so
 // that the owner receives the very CPUs held for it. Nodes without pinned
-// reservations keep their shared view, at no cost.
-//
-// Pods that use none of the node's reservations get the node's held list
-// shared by every such pod until the node's reservations change
-// (reservation.Holds.On); the view narrowed for it is kept with the node's
-// view, keyed by that list, so it is built once per change of either rather
-// than per pod and node. The key is the list's first element: the memo keeps
-// that list alive, so no later list can be allocated at its address.
+// reservations keep their shared view, at no cost; only on nodes with one is
+// a narrowed view built, per pod.
 func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node *corev1.Node, view *NodeView) (v, own *NodeView) {
 	holds := st.holds.Get(cs)
 	if holds == nil {
@@ -40,13 +34,7 @@ func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node *corev1.Node, view
 	if !pinned {
 		return view, nil
 	}
-	if use == nil && view.beside != nil {
-		if m := view.beside.Load(); m != nil && m.held == &held[0] {
-			return m.view, nil
-		}
-	}
 	narrowed := *view
-	narrowed.beside = nil
 	narrowed.MemoryFree = maps.Clone(view.MemoryFree)
 	taken := cpuset.New()
 	for i := range held {
@@ -62,13 +50,7 @@ func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node *corev1.Node, view
 	narrowed.Available = view.Available.Difference(taken)
 	narrowed.Caps = view.Topo.Capacity(narrowed.Available)
 	narrowed.derive()
-	if use == nil {
-		if view.beside != nil {
-			view.beside.Store(&besideEntry{held: &held[0], view: &narrowed})
-		}
-		return &narrowed, nil
-	}
-	if use.CPUs.IsEmpty() {
+	if use == nil || use.CPUs.IsEmpty() {
 		return &narrowed, nil
 	}
 	mine := narrowed
@@ -81,7 +63,7 @@ func (p *Plugin) forPod(st *podState, cs fwk.CycleState, node *corev1.Node, view
 
 // unusedMemory is the NUMA memory a reservation pinned that its consumers
 // have not taken (their own allocations hold what they took).
-func (p *Plugin) unusedMemory(node string, h *reservation.Hold) map[int]int64 {
+func (p *Plugin) unusedMemory(node string, h *frameworkext.Hold) map[int]int64 {
 	out := make(map[int]int64, len(h.NUMAMemory))
 	used := p.state.NUMAMemoryOf(node, h.Consumers)
 	for id, m := range h.NUMAMemory {

@@ -69,7 +69,7 @@ func (p *Plugin) onConfigMap(logger klog.Logger, obj any, deleted bool) {
 		logger.Error(err, "Malformed NUMA info; CPU-binding pods will not be placed on the node", "node", node)
 	}
 	p.state.SetTopology(node, info, err)
-	p.retryWaiting(logger)
+	p.retryRejected()
 }
 
 // watchNodeResourceTopologies reads topology.node.k8s.io/v1alpha2 objects
@@ -112,7 +112,7 @@ func (p *Plugin) onNodeResourceTopology(logger klog.Logger, obj any, deleted boo
 		logger.Error(err, "Malformed NodeResourceTopology; CPU-binding pods will not be placed on the node", "node", nrt.Name)
 	}
 	p.state.SetTopology(nrt.Name, info, err)
-	p.retryWaiting(logger)
+	p.retryRejected()
 }
 
 // ParseNodeResourceTopology reads a node's NUMA info from its NRT object: NUMA

@@ -4,15 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/cpuset"
 
 	"github.com/koord-project/koord/apis/extension"
-	"github.com/koord-project/koord/internal/nodeslots"
-	"github.com/koord-project/koord/pkg/reservation"
 )
 
 // Allocation is what one pod holds on its node.
@@ -42,9 +39,10 @@ type State struct {
 	podNode map[types.UID]string
 	// evicted are assumed pods whose CPUs turned out to belong to a bound pod.
 	evicted map[types.UID]bool
-	// views publishes each node's built view to Filter and Score without
-	// the lock; none means "build it".
-	views nodeslots.Slots[NodeView]
+	// views publishes each node's built view (node name → *NodeView) to
+	// Filter and Score, which read it without the lock; none means "build
+	// it".
+	views sync.Map
 }
 
 type nodeState struct {
@@ -64,19 +62,12 @@ type nodeState struct {
 // invalidate drops node's view after a change; the next View builds it again.
 func (s *State) invalidate(node string, n *nodeState) {
 	n.view = nil
-	s.views.Set(node, nil)
+	s.views.Delete(node)
 }
 
 // NodeView is a node's free capacity, computed once per change so that
 // Filter and Score only compare numbers. It is never modified once built.
-//
-// Filter and Score read a view for every binding pod on every node, and in
-// a busy scheduler each read of another object is a cache miss: what they
-// read comes first, next to the policy memo, with the NUMA capacities of
-// nodes with up to two NUMA nodes in the same allocation (see buildView).
 type NodeView struct {
-	// policies remembers the node's policy labels (see podRequest.on).
-	policies *policyMemo
 	// threadsPerCore is Topo's, so that Filter needs not read Topo.
 	threadsPerCore int
 	Caps           []NUMACapacity
@@ -89,7 +80,6 @@ type NodeView struct {
 	memoryUsed                     int64
 	// MemoryTotal is the memory of all NUMA nodes.
 	MemoryTotal int64
-	capsInline  [2]NUMACapacity
 
 	Info *extension.NUMAInfo
 	// Allocatable is every CPU pods may be bound to: all CPUs less kubelet's
@@ -104,23 +94,11 @@ type NodeView struct {
 	// pcpuCaps are the capacities left to a PCPULevel-exclusive pod (Available
 	// less PCPUExclusive), nil when that takes nothing away.
 	pcpuCaps []NUMACapacity
-	// beside keeps this view narrowed for pods that own none of the node's
-	// reservations (see forPod); nil on views that are narrowed already.
-	beside *atomic.Pointer[besideEntry]
 }
 
-// besideEntry is a node's view narrowed by the reservations held against a
-// pod, with the held list it was narrowed for.
-type besideEntry struct {
-	held *reservation.Hold // the first element of the list
-	view *NodeView
-}
-
-// NewState returns an empty state publishing views in table (nil: a table
-// of its own).
-func NewState(table *nodeslots.Table) *State {
-	return &State{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, evicted: map[types.UID]bool{},
-		views: nodeslots.NewSlots[NodeView](table)}
+// NewState returns an empty state.
+func NewState() *State {
+	return &State{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, evicted: map[types.UID]bool{}}
 }
 
 // Conflict says that CPUs are already held by another pod.
@@ -321,19 +299,18 @@ func (s *State) Held(node string) cpuset.CPUSet {
 	return cpuset.New()
 }
 
-// BeginScores starts a scheduling cycle's memo of node scores, kept in the
-// line each node's view is found through (see nodeslots.Cycle).
-func (s *State) BeginScores() nodeslots.Cycle { return s.views.Begin() }
-
 // Built is node's view when it is built, nil otherwise: no lock, no build.
-// node is the object the scheduler handed to Filter or Score (see
-// internal/nodeslots).
-func (s *State) Built(node *corev1.Node) *NodeView { return s.views.Of(node) }
+func (s *State) Built(node string) *NodeView {
+	if v, ok := s.views.Load(node); ok {
+		return v.(*NodeView)
+	}
+	return nil
+}
 
 // View is a node's free capacity, or the error that keeps it from binding
 // CPUs (no numa-info ConfigMap, or a malformed one).
 func (s *State) View(node string) (*NodeView, error) {
-	if v := s.views.Get(node); v != nil {
+	if v := s.Built(node); v != nil {
 		return v, nil
 	}
 	s.mu.Lock()
@@ -352,32 +329,22 @@ func (s *State) View(node string) (*NodeView, error) {
 	}
 	if n.view == nil {
 		n.view = n.buildView()
-		s.views.Set(node, n.view)
+		s.views.Store(node, n.view)
 	}
 	return n.view, nil
 }
 
 func (n *nodeState) buildView() *NodeView {
-	// The memo is allocated with the view, just before the fields Filter
-	// reads after it: one run of cache lines per node.
-	block := &struct {
-		memo   policyMemo
-		view   NodeView
-		beside atomic.Pointer[besideEntry]
-	}{}
-	v := &block.view
-	*v = NodeView{
+	v := &NodeView{
 		Info:           n.info,
 		Topo:           n.topo,
 		threadsPerCore: n.topo.ThreadsPerCore(),
 		Allocatable:    Allocatable(n.info),
 		NUMAExclusive:  map[int]bool{},
 		MemoryFree:     map[int]int64{},
-		policies:       &block.memo,
-		beside:         &block.beside,
 	}
 	v.Available = v.Allocatable.Difference(n.held)
-	v.Caps = n.topo.capacityInto(v.capsInline[:0], v.Available)
+	v.Caps = n.topo.Capacity(v.Available)
 	for _, numa := range n.info.NUMANodes {
 		v.MemoryFree[int(numa.ID)] = numa.MemoryBytes
 		v.MemoryTotal += numa.MemoryBytes

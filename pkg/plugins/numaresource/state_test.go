@@ -3,7 +3,6 @@ package numaresource
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/koord-project/koord/apis/extension"
-	"github.com/koord-project/koord/internal/topologytest"
 )
 
 func boundPod(name, node, status string) *corev1.Pod {
@@ -29,7 +27,7 @@ func boundPod(name, node, status string) *corev1.Pod {
 }
 
 func TestAssumeNeverDoubleAllocates(t *testing.T) {
-	a := NewState(nil)
+	a := NewState()
 	if err := a.Assume("n1", "a", Allocation{CPUs: cpuset.New(0, 1)}); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +64,7 @@ func TestObservePodRebuildsAfterRestart(t *testing.T) {
 		boundPod("plain", "n1", ""),
 		boundPod("other", "n2", `{"cpuset":"0-1"}`),
 	}
-	a := NewState(nil)
+	a := NewState()
 	for _, p := range pods {
 		if err := a.ObservePod(p); err != nil {
 			t.Fatal(err)
@@ -76,7 +74,7 @@ func TestObservePodRebuildsAfterRestart(t *testing.T) {
 		t.Fatalf("held n1 %s, n2 %s", a.Held("n1"), a.Held("n2"))
 	}
 	// A restarted scheduler sees the same pods and ends in the same state.
-	b := NewState(nil)
+	b := NewState()
 	for i := len(pods) - 1; i >= 0; i-- {
 		if err := b.ObservePod(pods[i]); err != nil {
 			t.Fatal(err)
@@ -112,7 +110,7 @@ func TestObservePodRebuildsAfterRestart(t *testing.T) {
 // Binding cycles run in parallel: under -race, many pods assuming CPUs at
 // once never end up sharing one.
 func TestAssumeConcurrently(t *testing.T) {
-	a := NewState(nil)
+	a := NewState()
 	var wg sync.WaitGroup
 	for i := 0; i < 64; i++ {
 		wg.Add(1)
@@ -158,28 +156,3 @@ func TestAvailable(t *testing.T) {
 	}
 }
 
-// A node's view keeps its NUMA capacities (up to two NUMA nodes) and its
-// threads per core in its own allocation: Filter and Score read those for
-// every binding pod and node, and another object would be another miss.
-func TestViewKeepsWhatFilterReadsTogether(t *testing.T) {
-	for _, tc := range []struct {
-		numa   int
-		inline bool
-	}{{1, true}, {2, true}, {4, false}} {
-		s := NewState(nil)
-		s.SetTopology("n1", topologytest.Linux(1, tc.numa, 2, 2, 1<<30), nil)
-		v, err := s.View("n1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(v.Caps) != tc.numa || v.threadsPerCore != 2 {
-			t.Fatalf("%d NUMA nodes: %d capacities, %d threads per core", tc.numa, len(v.Caps), v.threadsPerCore)
-		}
-		if inline := &v.Caps[0] == &v.capsInline[0]; inline != tc.inline {
-			t.Errorf("%d NUMA nodes: capacities in the view's allocation = %v, want %v", tc.numa, inline, tc.inline)
-		}
-		if got := v.Topo.Capacity(v.Available); !slices.Equal(got, v.Caps) {
-			t.Errorf("%d NUMA nodes: capacities %v, want %v", tc.numa, v.Caps, got)
-		}
-	}
-}

@@ -2,7 +2,6 @@ package reservation
 
 import (
 	"context"
-	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,21 +10,17 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/koord-project/koord/apis/extension"
-	"github.com/koord-project/koord/pkg/plugins/podbinding"
-	"github.com/koord-project/koord/pkg/plugins/podbinding/podbindingtest"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext/frameworkexttest"
 )
 
 // In the shipped profile (Reservation first under bind) an owner's claim
 // rides on its Binding: PreBind has nothing to do and patches nothing.
 func TestBindCarriesClaim(t *testing.T) {
-	if !slices.Contains(podbinding.Binders, Name) {
-		t.Fatalf("%s is not in podbinding.Binders: Carried would never see it", Name)
-	}
 	r := withOwners(available("r1", "n1", "2"), "web")
 	p := testPlugin(r)
 	owner, stranger := appPod("web-1", "web", "2"), appPod("batch-1", "batch", "1")
 	owner.Namespace, stranger.Namespace = "default", "default"
-	h := &podbindingtest.Handle{Client: fake.NewClientset(owner, stranger), Bind: []string{Name, "NodeNUMAResource", "DefaultBinder"}}
+	h := &frameworkexttest.Handle{Client: fake.NewClientset(owner, stranger), Bind: []string{Name, "NodeNUMAResource", "DefaultBinder"}}
 	p.handle = h
 	ctx := context.Background()
 
@@ -51,13 +46,13 @@ func TestBindCarriesClaim(t *testing.T) {
 	if !preflight.IsSkip() {
 		t.Errorf("owner: PreBindPreFlight %v, want Skip", preflight)
 	}
-	if n := podbindingtest.Patches(h.Client); n != 0 {
+	if n := frameworkexttest.Patches(h.Client); n != 0 {
 		t.Errorf("%d patches before binding, want none", n)
 	}
 	if st := p.Bind(ctx, cs, owner, "n1"); !st.IsSuccess() {
 		t.Fatal(st)
 	}
-	sent := podbindingtest.Sent(h.Client)
+	sent := frameworkexttest.Sent(h.Client)
 	if len(sent) != 1 {
 		t.Fatalf("%d bindings, want 1", len(sent))
 	}

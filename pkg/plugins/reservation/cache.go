@@ -7,7 +7,6 @@ package reservation
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,8 +18,8 @@ import (
 	"k8s.io/utils/cpuset"
 
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
-	"github.com/koord-project/koord/internal/nodeslots"
-	"github.com/koord-project/koord/pkg/reservation"
+	"github.com/koord-project/koord/pkg/reservationutil"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
 )
 
 // Cache is every Available reservation by node, with what its owners use.
@@ -38,18 +37,20 @@ type Cache struct {
 	// waiting holds live pods whose annotation names a reservation not
 	// cached (yet): informers deliver pods and reservations in any order.
 	waiting map[types.UID]*corev1.Pod
-	// versions is the newest resourceVersion seen of each reservation, also
-	// of those not held (pending, ended); gone marks deleted ones for a while,
-	// so that a late event of an older version cannot bring one back.
-	versions map[types.UID]string
-	gone     map[types.UID]time.Time
-	// summaries is each node's reservations as Filter and Score read them,
-	// rebuilt whenever one of them changes: reads happen for every pod on
-	// every node from many goroutines (without the lock), changes when a
-	// reservation or one of its owners does.
-	summaries nodeslots.Slots[nodeSummary]
+	// phase is the furthest phase seen of each reservation, also of those
+	// not held (pending, ended); gone marks deleted ones for a while. A
+	// reservation's phase only moves forward (Pending, Available, then
+	// Succeeded or Failed), so an event that would move it back is a late
+	// one, older than what Bind itself recorded, and is dropped.
+	phase map[types.UID]int
+	gone  map[types.UID]time.Time
+	// summaries is each node's reservations as Filter and Score read them
+	// (node name → *nodeSummary), rebuilt whenever one of them changes:
+	// reads happen for every pod on every node from many goroutines without
+	// the lock, changes when a reservation or one of its owners does.
+	summaries sync.Map
 	// ownerKeys indexes the cached reservations by owner key
-	// (reservation.Owners.Keys), and keyless holds those with an owner entry
+	// (reservationutil.Owners.Keys), and keyless holds those with an owner entry
 	// without one: a pod offering none of the keys owns no reservation, and
 	// is settled on every node without matching owners there; a pod that
 	// does finds the reservations it may own without matching every one
@@ -57,7 +58,7 @@ type Cache struct {
 	ownerKeys map[string]map[*entry]struct{}
 	keyless   map[*entry]struct{}
 	// most bounds the nodes' stranger totals from above and says whether
-	// any reservation pins CPUs (see reservation.Holds.Most), updated with
+	// any reservation pins CPUs (see frameworkext.Holds.Most), updated with
 	// the summaries (noteSummaryLocked).
 	most atomic.Pointer[mostHeld]
 	// changes counts the summaries published: what Owned answered holds
@@ -111,7 +112,7 @@ type entry struct {
 	// every change (changes are rare, reads happen for every pod on every
 	// node).
 	view   View
-	owners reservation.Owners
+	owners reservationutil.Owners
 	// keys and keyless are what owners added to the cache's ownerKeys.
 	keys    []string
 	keyless bool
@@ -130,7 +131,7 @@ func (c *Cache) refreshLocked(e *entry) {
 func (c *Cache) summarizeLocked(node string) {
 	entries := c.byNode[node]
 	if len(entries) == 0 {
-		if old := c.summaries.Get(node); old != nil {
+		if old := c.summary(node); old != nil {
 			c.changes.Add(1)
 			c.summaries.Delete(node)
 			c.noteSummaryLocked(old, nil)
@@ -151,11 +152,11 @@ func (c *Cache) summarizeLocked(node string) {
 	for i := range views {
 		sum.pinned = sum.pinned || views[i].hold.Pinned()
 	}
-	old := c.summaries.Get(node)
+	old := c.summary(node)
 	// Counted before publication: a reader that sees the new summary sees
 	// the new count.
 	c.changes.Add(1)
-	c.summaries.Set(node, sum)
+	c.summaries.Store(node, sum)
 	c.noteSummaryLocked(old, sum)
 }
 
@@ -183,7 +184,7 @@ func (c *Cache) noteSummaryLocked(old, cur *nodeSummary) {
 		if c.loose++; c.loose > len(c.byNode)/10 {
 			m.milliCPU, m.memory = 0, 0
 			for node := range c.byNode {
-				if sum := c.summaries.Get(node); sum != nil {
+				if sum := c.summary(node); sum != nil {
 					m.milliCPU = max(m.milliCPU, sum.heldMilliCPU)
 					m.memory = max(m.memory, sum.heldMemory)
 					c.scanned++
@@ -198,7 +199,7 @@ func (c *Cache) noteSummaryLocked(old, cur *nodeSummary) {
 // refresh recomputes e's view after a change.
 func (e *entry) refresh() {
 	alloc := e.allocatedLocked("")
-	rem := reservation.Remaining(e.allocatable, alloc)
+	rem := reservationutil.Remaining(e.allocatable, alloc)
 	_, holdsCPU := e.allocatable[corev1.ResourceCPU]
 	_, holdsMemory := e.allocatable[corev1.ResourceMemory]
 	holdsOthers := false
@@ -207,20 +208,19 @@ func (e *entry) refresh() {
 	}
 	e.view = View{Reservation: e.r, Allocatable: e.allocatable, Allocated: alloc, Remaining: rem, Owners: len(e.uses), owners: e.owners,
 		remMilliCPU: rem.Cpu().MilliValue(), remMemory: rem.Memory().Value(), holdsCPU: holdsCPU, holdsMemory: holdsMemory,
-		holdsOthers: holdsOthers, open: reservation.OpenToOwners(e.r)}
+		holdsOthers: holdsOthers, open: reservationutil.OpenToOwners(e.r)}
 	consumers := make([]types.UID, 0, len(e.uses))
 	for pod := range e.uses {
 		consumers = append(consumers, pod)
 	}
-	e.view.hold = &reservation.Hold{Name: e.r.Name, UID: e.r.UID, MilliCPU: e.view.remMilliCPU, Memory: e.view.remMemory,
+	e.view.hold = &frameworkext.Hold{Name: e.r.Name, UID: e.r.UID, MilliCPU: e.view.remMilliCPU, Memory: e.view.remMemory,
 		CPUs: e.cpus, NUMAMemory: e.numaMemory, Consumers: consumers}
 }
 
-// NewCache returns an empty cache publishing node summaries in table (nil: a
-// table of its own).
-func NewCache(table *nodeslots.Table) *Cache {
+// NewCache returns an empty cache.
+func NewCache() *Cache {
 	c := &Cache{byUID: map[types.UID]*entry{}, byNode: map[string]map[types.UID]*entry{}, podRes: map[types.UID]types.UID{}, waiting: map[types.UID]*corev1.Pod{},
-		versions: map[types.UID]string{}, gone: map[types.UID]time.Time{}, ownerKeys: map[string]map[*entry]struct{}{}, keyless: map[*entry]struct{}{}, summaries: nodeslots.NewSlots[nodeSummary](table)}
+		phase: map[types.UID]int{}, gone: map[types.UID]time.Time{}, ownerKeys: map[string]map[*entry]struct{}{}, keyless: map[*entry]struct{}{}}
 	c.most.Store(&mostHeld{})
 	return c
 }
@@ -232,18 +232,18 @@ type View struct {
 	Allocated   corev1.ResourceList
 	Remaining   corev1.ResourceList
 	Owners      int
-	owners      reservation.Owners
+	owners      reservationutil.Owners
 	// CPU and memory, what Filter reads for every pod, as integers.
 	remMilliCPU, remMemory int64
 	holdsCPU, holdsMemory  bool
 	// holdsOthers says whether it holds anything but CPU and memory.
 	holdsOthers bool
 	// open: an owner without reservation-affinity may consume it
-	// (reservation.OpenToOwners), known without reading the reservation.
+	// (reservationutil.OpenToOwners), known without reading the reservation.
 	open bool
 	// hold is the view as other plugins see it (a pointer: views are
 	// copied for every pod on every node).
-	hold *reservation.Hold
+	hold *frameworkext.Hold
 }
 
 // SetReservation adds or updates a reservation. One that is not Available
@@ -254,14 +254,15 @@ type View struct {
 func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// Events arrive from two informers (ours and the scheduler's, through
-	// the queueing hint) and from Bind: never step back to an older version.
-	if _, deleted := c.gone[r.UID]; deleted || older(r.ResourceVersion, c.versions[r.UID]) {
+	// Events arrive from the informer and from Bind's own write: an
+	// informer event from before Bind's write would move the phase back.
+	rank := phaseRank[r.Status.Phase]
+	if _, deleted := c.gone[r.UID]; deleted || rank < c.phase[r.UID] {
 		return nil
 	}
-	c.versions[r.UID] = r.ResourceVersion
+	c.phase[r.UID] = rank
 	old := c.byUID[r.UID]
-	if !reservation.IsAvailable(r) {
+	if !reservationutil.IsAvailable(r) {
 		c.dropLocked(r.UID)
 		return nil
 	}
@@ -276,7 +277,7 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) error {
 	}
 	e.r = r
 	c.unkeyLocked(e)
-	e.owners = reservation.CompileOwners(r)
+	e.owners = reservationutil.CompileOwners(r)
 	e.keys, e.keyless = e.owners.Keys()
 	for _, k := range e.keys {
 		if c.ownerKeys[k] == nil {
@@ -287,7 +288,7 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) error {
 	if e.keyless {
 		c.keyless[e] = struct{}{}
 	}
-	cpus, numaMemory, pinErr := reservation.Pinning(r)
+	cpus, numaMemory, pinErr := reservationutil.Pinning(r)
 	if pinErr == nil {
 		e.cpus, e.numaMemory = cpus, numaMemory
 	} else if old == nil {
@@ -295,7 +296,7 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) error {
 	}
 	e.allocatable = r.Status.Allocatable
 	if len(e.allocatable) == 0 {
-		e.allocatable = reservation.Requests(r)
+		e.allocatable = reservationutil.Requests(r)
 	}
 	node := r.Status.NodeName
 	if c.byNode[node] == nil {
@@ -303,8 +304,8 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) error {
 	}
 	c.byNode[node][r.UID] = e
 	for uid, pod := range c.waiting {
-		if reservation.Consumes(pod, r) {
-			e.uses[uid] = reservation.Allocation(r, pod)
+		if reservationutil.Consumes(pod, r) {
+			e.uses[uid] = reservationutil.Allocation(r, pod)
 			c.podRes[uid] = r.UID
 			delete(c.waiting, uid)
 		}
@@ -313,12 +314,10 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) error {
 	return pinErr
 }
 
-// older reports whether resourceVersion a precedes b. The API server's
-// versions are etcd revisions, integers; anything else is not compared.
-func older(a, b string) bool {
-	x, err1 := strconv.ParseUint(a, 10, 64)
-	y, err2 := strconv.ParseUint(b, 10, 64)
-	return err1 == nil && err2 == nil && x < y
+// phaseRank orders a reservation's phases as they follow one another.
+var phaseRank = map[schedulingv1alpha1.ReservationPhase]int{
+	"": 0, schedulingv1alpha1.ReservationPending: 0, schedulingv1alpha1.ReservationAvailable: 1,
+	schedulingv1alpha1.ReservationSucceeded: 2, schedulingv1alpha1.ReservationFailed: 2,
 }
 
 // DeleteReservation forgets a reservation.
@@ -326,7 +325,7 @@ func (c *Cache) DeleteReservation(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dropLocked(uid)
-	delete(c.versions, uid)
+	delete(c.phase, uid)
 	now := time.Now()
 	c.gone[uid] = now
 	for u, at := range c.gone {
@@ -365,21 +364,22 @@ func (c *Cache) dropLocked(uid types.UID) {
 // yet, leaves an assumption alone: the informer can show a pod after Reserve
 // and before PreBind writes the annotation, or before the binding lands. An
 // unbound pod's annotation alone is no use: its binding may have failed.
-func (c *Cache) ObservePod(pod *corev1.Pod) {
+// It says whether a reservation's consumers changed.
+func (c *Cache) ObservePod(pod *corev1.Pod) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 	// Parsed once, and the reservation found by UID: not once per cached
 	// reservation, under this lock, for every pod event.
-	a := reservation.ClaimOf(pod)
+	a := reservationutil.ClaimOf(pod)
 	claims := a != nil
 	var target *entry
 	if claims {
-		if e := c.byUID[a.UID]; e != nil && reservation.Names(a, e.r) {
+		if e := c.byUID[a.UID]; e != nil && reservationutil.Names(a, e.r) {
 			target = e
 		} else if a.UID == "" {
 			for _, e := range c.byUID {
-				if reservation.Names(a, e.r) {
+				if reservationutil.Names(a, e.r) {
 					target = e
 					break
 				}
@@ -388,18 +388,36 @@ func (c *Cache) ObservePod(pod *corev1.Pod) {
 	}
 	delete(c.waiting, pod.UID)
 	if target == nil {
+		changed := false
 		if finished || !c.assumedLocked(pod.UID) {
-			c.releaseLocked(pod.UID)
+			changed = c.releaseLocked(pod.UID)
 		}
 		if claims {
 			c.waiting[pod.UID] = pod
 		}
-		return
+		return changed
+	}
+	want := reservationutil.Allocation(target.r, pod)
+	if c.podRes[pod.UID] == target.r.UID && !target.assumed[pod.UID] && equalLists(target.uses[pod.UID], want) {
+		return false // a status update of a consumer already counted
 	}
 	c.releaseLocked(pod.UID)
-	target.uses[pod.UID] = reservation.Allocation(target.r, pod)
+	target.uses[pod.UID] = want
 	c.podRes[pod.UID] = target.r.UID
 	c.refreshLocked(target)
+	return true
+}
+
+func equalLists(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		if o, ok := b[name]; !ok || q.Cmp(o) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Cache) assumedLocked(pod types.UID) bool {
@@ -411,23 +429,26 @@ func (c *Cache) assumedLocked(pod types.UID) bool {
 	return e != nil && e.assumed[pod]
 }
 
-// ForgetPod returns a deleted pod's share.
-func (c *Cache) ForgetPod(uid types.UID) {
+// ForgetPod returns a deleted pod's share, and says whether it had one.
+func (c *Cache) ForgetPod(uid types.UID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.releaseLocked(uid)
+	return c.releaseLocked(uid)
 }
 
-func (c *Cache) releaseLocked(pod types.UID) {
+func (c *Cache) releaseLocked(pod types.UID) bool {
 	delete(c.waiting, pod)
-	if r, ok := c.podRes[pod]; ok {
-		if e := c.byUID[r]; e != nil {
-			delete(e.uses, pod)
-			delete(e.assumed, pod)
-			c.refreshLocked(e)
-		}
-		delete(c.podRes, pod)
+	r, ok := c.podRes[pod]
+	if !ok {
+		return false
 	}
+	if e := c.byUID[r]; e != nil {
+		delete(e.uses, pod)
+		delete(e.assumed, pod)
+		c.refreshLocked(e)
+	}
+	delete(c.podRes, pod)
+	return true
 }
 
 // Assume makes pod a consumer of reservation uid if what is left of it
@@ -440,8 +461,8 @@ func (c *Cache) Assume(uid types.UID, pod *corev1.Pod) error {
 	if e == nil {
 		return fmt.Errorf("reservation %s is no longer available", uid)
 	}
-	want := reservation.Allocation(e.r, pod)
-	left := reservation.Remaining(e.allocatable, e.allocatedLocked(pod.UID))
+	want := reservationutil.Allocation(e.r, pod)
+	left := reservationutil.Remaining(e.allocatable, e.allocatedLocked(pod.UID))
 	aligned := e.r.Spec.AllocatePolicy == schedulingv1alpha1.ReservationAllocatePolicyAligned
 	for name, q := range want {
 		if l := left[name]; q.Cmp(l) > 0 {
@@ -513,12 +534,12 @@ type ownership struct {
 }
 
 type ownerAnswer struct {
-	owners  reservation.Owners // a copy: an entry's owners are replaced when its spec changes
+	owners  reservationutil.Owners // a copy: an entry's owners are replaced when its spec changes
 	matched bool
 }
 
 // answer is the pod's known answer for o's spec.
-func (o *ownership) answer(owners *reservation.Owners) (matched, known bool) {
+func (o *ownership) answer(owners *reservationutil.Owners) (matched, known bool) {
 	for i := range o.answers {
 		if o.answers[i].owners.SameAs(*owners) {
 			return o.answers[i].matched, true
@@ -534,7 +555,7 @@ func (o *ownership) answer(owners *reservation.Owners) (matched, known bool) {
 // owner pod is not matched against the reservations of every node it is
 // filtered on.
 func (c *Cache) Owned(pod *corev1.Pod) *ownership {
-	keys := reservation.PodKeys(pod)
+	keys := reservationutil.PodKeys(pod)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var o *ownership
@@ -554,7 +575,7 @@ func (c *Cache) Owned(pod *corev1.Pod) *ownership {
 		// held here); checked against it all the same, from the answers,
 		// since a pod listed as an owner where it owns nothing would be
 		// filtered wrongly.
-		sum := c.summaries.Get(e.r.Status.NodeName)
+		sum := c.summary(e.r.Status.NodeName)
 		if sum == nil || slices.Contains(o.nodes, sum) || !sum.owns(pod, ownerMatcher{known: o}) {
 			return
 		}
@@ -573,13 +594,10 @@ func (c *Cache) Owned(pod *corev1.Pod) *ownership {
 
 // summary is node's summary, nil when it holds no reservation.
 func (c *Cache) summary(node string) *nodeSummary {
-	return c.summaries.Get(node)
-}
-
-// summaryOf is summary for the node object the scheduler handed Filter or
-// Score: found by its address (see internal/nodeslots).
-func (c *Cache) summaryOf(node *corev1.Node) *nodeSummary {
-	return c.summaries.Of(node)
+	if v, ok := c.summaries.Load(node); ok {
+		return v.(*nodeSummary)
+	}
+	return nil
 }
 
 // OnNode lists the node's reservations, by name. The slice is shared: read it, do not change it.

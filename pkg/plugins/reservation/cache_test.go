@@ -47,7 +47,7 @@ func owner(name, cpus, reservation string) *corev1.Pod {
 // A pod whose binding failed after PreBind wrote its annotation is seen
 // unbound with it: that claims nothing, and its assumption is undone.
 func TestUnboundAnnotationClaimsNothing(t *testing.T) {
-	c := NewCache(nil)
+	c := NewCache()
 	r := available("r1", "n1", "2")
 	c.SetReservation(r)
 	doomed := owner("doomed", "2", "r1")
@@ -77,7 +77,7 @@ func allocatedCPU(t *testing.T, c *Cache, node string) string {
 }
 
 func TestAssumeAccounting(t *testing.T) {
-	c := NewCache(nil)
+	c := NewCache()
 	r := available("r1", "n1", "4")
 	c.SetReservation(r)
 	if err := c.Assume(r.UID, owner("a", "3", "")); err != nil {
@@ -132,7 +132,7 @@ func TestAssumeAccounting(t *testing.T) {
 
 // A restarted scheduler sees pods and reservations in any order.
 func TestRebuildInAnyOrder(t *testing.T) {
-	c := NewCache(nil)
+	c := NewCache()
 	c.ObservePod(owner("a", "1", "r1"))
 	c.ObservePod(owner("b", "2", "r1"))
 	c.ObservePod(owner("x", "1", "")) // no reservation at all
@@ -152,7 +152,7 @@ func TestRebuildInAnyOrder(t *testing.T) {
 }
 
 func TestConcurrentAssumeNeverOverUses(t *testing.T) {
-	c := NewCache(nil)
+	c := NewCache()
 	c.SetReservation(available("r1", "n1", "8"))
 	var ok atomic.Int32
 	var wg sync.WaitGroup
@@ -174,7 +174,7 @@ func TestConcurrentAssumeNeverOverUses(t *testing.T) {
 
 // Events of one reservation arrive from two informers and from Bind, in any order.
 func TestNoStepBack(t *testing.T) {
-	c := NewCache(nil)
+	c := NewCache()
 	avail := available("r1", "n1", "4")
 	avail.ResourceVersion = "20"
 	c.SetReservation(avail)
@@ -204,7 +204,7 @@ func TestNoStepBack(t *testing.T) {
 // is not matched), and follows reservations as they come, change and go; an
 // owner entry without a key lets every pod in.
 func TestOwnedRulesOutByKeys(t *testing.T) {
-	c := NewCache(nil)
+	c := NewCache()
 	mayOwn := func(pod *corev1.Pod) bool { return c.Owned(pod) != nil }
 	web, batch := appPod("web-1", "web", "1"), appPod("batch-1", "batch", "1")
 	if mayOwn(web) {
@@ -251,7 +251,7 @@ func TestOwnedRulesOutByKeys(t *testing.T) {
 // The bound other plugins use to skip per-node look-ups covers the node
 // holding the most, and knows when a reservation pins CPUs.
 func TestMostHeld(t *testing.T) {
-	c := NewCache(nil)
+	c := NewCache()
 	s := &podState{cache: c}
 	if m, mem, pinned := s.Most(); m != 0 || mem != 0 || pinned {
 		t.Errorf("empty cache: Most %d %d %v", m, mem, pinned)
@@ -286,7 +286,7 @@ func TestMostHeld(t *testing.T) {
 // last worked out, and is worked out over every node only once per tenth
 // of the nodes' drops, not on every change.
 func TestMostStaysABound(t *testing.T) {
-	c := NewCache(nil)
+	c := NewCache()
 	s := &podState{cache: c}
 	rng := rand.New(rand.NewPCG(1, 2))
 	const nodes, steps = 200, 3000
@@ -350,7 +350,7 @@ func TestMostStaysABound(t *testing.T) {
 // the pod owns: by label (keyed), by a selector of expressions (keyless),
 // and several of one owner on a node or spread over nodes.
 func TestOwnedAgreesWithMatching(t *testing.T) {
-	c := NewCache(nil)
+	c := NewCache()
 	apps := []string{"web", "batch", "db"}
 	for i := range 30 {
 		r := available(fmt.Sprintf("r%d", i), fmt.Sprintf("n%d", i%12), "1")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
-	"github.com/koord-project/koord/pkg/reservation"
+	"github.com/koord-project/koord/pkg/reservationutil"
 )
 
 // choice is how one pod relates to one node's reservations.
@@ -37,7 +37,7 @@ func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, reqMilliCPU,
 	// The pod's own label, read once rather than for every reservation it owns.
 	ignored := ""
 	if !placeholder {
-		ignored = reservation.IgnoredReason(pod)
+		ignored = reservationutil.IgnoredReason(pod)
 	}
 	for i := range views {
 		v := &views[i]
@@ -50,7 +50,7 @@ func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, reqMilliCPU,
 				if affinity == nil && v.open {
 					ok = true
 				} else {
-					ok, why = reservation.UsableByOwner(v.Reservation, pod, affinity)
+					ok, why = reservationutil.UsableByOwner(v.Reservation, pod, affinity)
 				}
 			}
 			if ok {
@@ -118,11 +118,11 @@ func (v *View) aligned() bool {
 type ownerMatcher struct {
 	known   *ownership
 	current bool
-	last    *reservation.Owners
+	last    *reservationutil.Owners
 	matched bool
 }
 
-func (m *ownerMatcher) match(o *reservation.Owners, pod *corev1.Pod) bool {
+func (m *ownerMatcher) match(o *reservationutil.Owners, pod *corev1.Pod) bool {
 	if m.last != nil && o.SameAs(*m.last) {
 		return m.matched
 	}

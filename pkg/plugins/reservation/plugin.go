@@ -20,21 +20,17 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
-	"github.com/koord-project/koord/internal/cyclestate"
-	"github.com/koord-project/koord/internal/nodeslots"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
-	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
-	"github.com/koord-project/koord/pkg/client/koordclient"
-	"github.com/koord-project/koord/pkg/plugins/podbinding"
-	"github.com/koord-project/koord/pkg/reservation"
+	"github.com/koord-project/koord/pkg/reservationutil"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
 )
 
 // Name is the plugin's name in profiles.
 const Name = "Reservation"
 
-// stateKey is shared: the pod's state is also its reservation.Holds, which
+// stateKey is shared: the pod's state is also its frameworkext.Holds, which
 // NodeNUMAResource and LoadAwareScheduling read.
-const stateKey = reservation.HoldsStateKey
+const stateKey = frameworkext.HoldsStateKey
 
 var (
 	_ fwk.PreFilterPlugin   = &Plugin{}
@@ -49,9 +45,10 @@ var (
 
 // Plugin holds Available reservations' resources for their owners, lets
 // owners consume them, and turns placeholder pods into Available
-// reservations (see reservation.PlaceholderAnnotation).
+// reservations (see reservationutil.PlaceholderAnnotation).
 type Plugin struct {
 	handle fwk.Handle
+	ext    *frameworkext.Extender
 	koord  koordclientset.Interface
 	cache  *Cache
 	logger klog.Logger
@@ -59,26 +56,30 @@ type Plugin struct {
 	synced []cache.InformerSynced
 	ready  atomic.Bool
 
-	// binding says whether the profile binds with podbinding
-	// (reservation-allocated rides on the Binding) or needs the PreBind patch.
-	binding podbinding.Profile
+	// rejected are the pods Filter turned away, tried again when a
+	// reservation or a consumer changes.
+	rejected frameworkext.Rejected
 
-	// latest is the pod state PreFilter wrote last, found without a
-	// CycleState read per node.
-	latest cyclestate.Latest[*podState]
+	// binding says whether the profile binds with frameworkext.Bind
+	// (reservation-allocated rides on the Binding) or needs the PreBind patch.
+	binding frameworkext.CarriedOnce
 }
 
 func (p *Plugin) Name() string { return Name }
 
-// New starts the reservation informer and feeds the cache from it and from
-// the scheduler's pod informer.
-func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	client, err := koordclient.New(h.KubeConfig())
+// New watches Reservations (the extender's informer) and the scheduler's
+// pods, and feeds the cache from them, so that a restarted scheduler
+// rebuilds it from the API server.
+func New(ctx context.Context, _ runtime.Object, h fwk.Handle, ext *frameworkext.Extender) (fwk.Plugin, error) {
+	client, err := ext.Koord(h)
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{handle: h, koord: client, cache: NewCache(nodeslots.Shared(ctx, h)), logger: klog.FromContext(ctx).WithName(Name)}
-	factory := koordinformers.NewSharedInformerFactory(client, 0)
+	factory, err := ext.Informers(h)
+	if err != nil {
+		return nil, err
+	}
+	p := newPlugin(h, ext, client, klog.FromContext(ctx).WithName(Name))
 	rInformer := factory.Scheduling().V1alpha1().Reservations().Informer()
 	rReg, err := rInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.onReservation(obj) },
@@ -97,16 +98,23 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		return nil, err
 	}
 	p.synced = []cache.InformerSynced{rReg.HasSynced, podReg.HasSynced}
-	factory.Start(ctx.Done())
+	ext.Start(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), rInformer.HasSynced) {
 		return nil, fmt.Errorf("%s: Reservation informer did not sync", Name)
 	}
 	return p, nil
 }
 
+// newPlugin is the plugin before it watches anything (tests start here).
+func newPlugin(h fwk.Handle, ext *frameworkext.Extender, client koordclientset.Interface, logger klog.Logger) *Plugin {
+	ext.RegisterBinder(Name)
+	return &Plugin{handle: h, ext: ext, koord: client, cache: NewCache(), logger: logger}
+}
+
 func (p *Plugin) onReservation(obj any) {
 	if r := asReservation(obj); r != nil {
 		p.setReservation(p.logger, r)
+		p.changed()
 	}
 }
 
@@ -119,61 +127,47 @@ func (p *Plugin) setReservation(logger klog.Logger, r *schedulingv1alpha1.Reserv
 func (p *Plugin) onReservationDelete(obj any) {
 	if r := asReservation(obj); r != nil {
 		p.cache.DeleteReservation(r.UID)
+		p.changed()
 	}
 }
 
-// asReservation accepts the typed object from our informer and the
-// unstructured one the scheduler's dynamic informer hands to queueing hints.
+// changed lets the pods that were turned away try again, this plugin's and
+// (through the extender) those other plugins turned away for what
+// reservations held.
+func (p *Plugin) changed() {
+	p.rejected.Activate(p.logger, p.handle)
+	p.ext.HoldsChanged()
+}
+
 func asReservation(obj any) *schedulingv1alpha1.Reservation {
 	switch o := obj.(type) {
 	case *schedulingv1alpha1.Reservation:
 		return o
 	case cache.DeletedFinalStateUnknown:
 		return asReservation(o.Obj)
-	case runtime.Unstructured:
-		r := &schedulingv1alpha1.Reservation{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.UnstructuredContent(), r); err == nil {
-			return r
-		}
 	}
 	return nil
 }
 
-// EventsToRegister: a reservation that appears, changes or goes can let a
-// pod in (an owner) or out (everyone else); so can a pod that leaves.
+// EventsToRegister: a pod that leaves can make room beside reservations.
+// Reservations themselves are watched by the plugin, which requeues the
+// pods it turned away once its cache has the change (see changed).
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: reservation.SchedulerEvent, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: p.queueOnReservation},
-		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.queueOnPodDelete},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
 	}, nil
 }
 
-// queueOnPodDelete also returns the leaver's share: the scheduler's handler,
-// which calls it, and the plugin's run apart, and an owner re-queued because
-// another owner left must find the share back in the reservation, or it is
-// turned away again with nothing left to re-queue it. (The event also comes
-// for a pod whose binding failed, whose share Unreserve returned, and for a
-// pending pod's nomination moving, which holds none.)
-func (p *Plugin) queueOnPodDelete(_ klog.Logger, _ *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
-	p.onPodDelete(oldObj)
-	return fwk.Queue, nil
-}
-
-// queueOnReservation also records the reservation: the scheduler's informer,
-// which calls it, may run ahead of the plugin's, and the pod it re-queues
-// must be filtered with this version.
-func (p *Plugin) queueOnReservation(logger klog.Logger, _ *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	if r := asReservation(newObj); r != nil {
-		p.setReservation(logger, r)
-	} else if r := asReservation(oldObj); r != nil {
-		p.cache.DeleteReservation(r.UID)
-	}
-	return fwk.Queue, nil
-}
-
 func (p *Plugin) onPod(obj any) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		p.cache.ObservePod(pod)
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if pod.Spec.NodeName != "" {
+		p.rejected.Forget(pod.UID)
+	}
+	if p.cache.ObservePod(pod) {
+		p.changed()
 	}
 }
 
@@ -182,7 +176,10 @@ func (p *Plugin) onPodDelete(obj any) {
 		obj = d.Obj
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
-		p.cache.ForgetPod(pod.UID)
+		p.rejected.Forget(pod.UID)
+		if p.cache.ForgetPod(pod.UID) {
+			p.changed()
+		}
 	}
 }
 
@@ -206,6 +203,9 @@ type podState struct {
 	reservedNode string
 	// annotated is set once PreBind wrote reservation-allocated.
 	annotated bool
+	// turnedAway is set when Filter first turns the pod away in this cycle
+	// (shared by clones): it is then remembered once, not once per node.
+	turnedAway *atomic.Bool
 	// memo holds the pod's relation to each node's reservations: this
 	// plugin's Filter and Score and the other plugins' Holds.On all need
 	// it, for every node, in one cycle. Shared by clones: it depends on the
@@ -255,8 +255,8 @@ type nodeChoice struct {
 	// use and held are c as the other plugins see it (read-only), made
 	// when one first asks.
 	once sync.Once
-	use  *reservation.Hold
-	held []reservation.Hold
+	use  *frameworkext.Hold
+	held []frameworkext.Hold
 }
 
 // on is the pod's choice on node, nil when the node holds no reservation.
@@ -264,7 +264,7 @@ type nodeChoice struct {
 // summary (no work, no allocation); an owner's choice is worked out once per
 // cycle and node.
 func (s *podState) on(node *corev1.Node) *nodeChoice {
-	sum := s.cache.summaryOf(node)
+	sum := s.cache.summary(node.Name)
 	if sum == nil {
 		return nil
 	}
@@ -311,9 +311,9 @@ func (s *podState) owns(sum *nodeSummary, m ownerMatcher) bool {
 }
 
 // holdsOf splits views into the one the pod consumes (use, may be nil) and the others.
-func holdsOf(views []View, use *View) (*reservation.Hold, []reservation.Hold) {
-	var taken *reservation.Hold
-	held := make([]reservation.Hold, 0, len(views))
+func holdsOf(views []View, use *View) (*frameworkext.Hold, []frameworkext.Hold) {
+	var taken *frameworkext.Hold
+	held := make([]frameworkext.Hold, 0, len(views))
 	for i := range views {
 		if use != nil && views[i].Reservation.UID == use.Reservation.UID {
 			taken = views[i].hold
@@ -324,11 +324,11 @@ func holdsOf(views []View, use *View) (*reservation.Hold, []reservation.Hold) {
 	return taken, held
 }
 
-var _ reservation.Holds = &podState{}
+var _ frameworkext.Holds = &podState{}
 
 // On tells the other plugins which of node's reservations the pod consumes
 // (the one Reserve took, or the one it would take) and which it may not touch.
-func (s *podState) On(node *corev1.Node) (*reservation.Hold, []reservation.Hold) {
+func (s *podState) On(node *corev1.Node) (*frameworkext.Hold, []frameworkext.Hold) {
 	if s.reserved != nil && s.reservedNode == node.Name {
 		// After Reserve (one node, once): the reservation taken, as it is
 		// now, with the pod among its consumers.
@@ -353,7 +353,7 @@ func (s *podState) On(node *corev1.Node) (*reservation.Hold, []reservation.Hold)
 func (s *podState) Held(node *corev1.Node) (milliCPU, memory int64) {
 	if s.reserved == nil || s.reservedNode != node.Name {
 		if s.owned == nil {
-			if sum := s.cache.summaryOf(node); sum != nil {
+			if sum := s.cache.summary(node.Name); sum != nil {
 				return sum.heldMilliCPU, sum.heldMemory
 			}
 			return 0, 0
@@ -386,9 +386,6 @@ func (s *podState) fitsBesideMost(freeMilliCPU, freeMemory int64) bool {
 }
 
 func (p *Plugin) getState(cs fwk.CycleState) *podState {
-	if s, ok := p.latest.In(cs); ok {
-		return s
-	}
 	v, err := cs.Read(stateKey)
 	if err != nil {
 		return nil
@@ -419,9 +416,10 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		pod:         pod,
 		cache:       p.cache,
 		memo:        &choices{},
+		turnedAway:  &atomic.Bool{},
 		affinity:    affinity,
-		required:    reservation.RequiresReservation(affinity),
-		placeholder: reservation.PlaceholderOf(pod) != "",
+		required:    reservationutil.RequiresReservation(affinity),
+		placeholder: reservationutil.PlaceholderOf(pod) != "",
 		req:         req,
 		reqMilliCPU: req.Cpu().MilliValue(),
 		reqMemory:   req.Memory().Value(),
@@ -432,7 +430,6 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	// Written even when Filter is skipped: Score, Reserve and the other
 	// plugins' Holds read it.
 	cs.Write(stateKey, s)
-	p.latest.Wrote(cs, s)
 	if milliCPU, memory, _ := s.Most(); !s.required && milliCPU == 0 && memory == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -449,6 +446,14 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	if s == nil {
 		return fwk.AsStatus(fmt.Errorf("%s: no PreFilter state", Name))
 	}
+	st := p.filter(s, ni)
+	if st != nil && s.turnedAway.CompareAndSwap(false, true) {
+		p.rejected.Add(pod)
+	}
+	return st
+}
+
+func (p *Plugin) filter(s *podState, ni fwk.NodeInfo) *fwk.Status {
 	alloc, used := ni.GetAllocatable(), ni.GetRequested()
 	freeMilliCPU, freeMemory := alloc.GetMilliCPU()-used.GetMilliCPU(), alloc.GetMemory()-used.GetMemory()
 	if !s.required && s.fitsBesideMost(freeMilliCPU, freeMemory) {
@@ -527,12 +532,12 @@ func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
 	s.reserved, s.reservedNode = c.use.Reservation, nodeName
-	if p.binding.Carried(p.handle) {
+	if p.binding.Carried(p.ext, p.handle) {
 		v, err := (&extension.ReservationAllocated{Name: s.reserved.Name, UID: s.reserved.UID}).Marshal()
 		if err != nil {
 			return fwk.AsStatus(err)
 		}
-		podbinding.Add(cs, extension.AnnotationReservationAllocated, v, nil)
+		frameworkext.Add(cs, extension.AnnotationReservationAllocated, v, nil)
 	}
 	return nil
 }
@@ -563,7 +568,7 @@ func (p *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 // Binding can add annotations, not remove them).
 func (p *Plugin) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	s := p.getState(cs)
-	if s == nil || (s.reserved != nil && p.binding.Carried(p.handle)) {
+	if s == nil || (s.reserved != nil && p.binding.Carried(p.ext, p.handle)) {
 		return nil
 	}
 	if s.reserved == nil {
@@ -601,7 +606,7 @@ func (p *Plugin) setAllocated(ctx context.Context, pod *corev1.Pod, a *extension
 // annotation of an earlier, failed attempt.
 func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
 	if s := p.getState(cs); s != nil && s.reserved != nil {
-		if p.binding.Carried(p.handle) {
+		if p.binding.Carried(p.ext, p.handle) {
 			return nil, fwk.NewStatus(fwk.Skip)
 		}
 		return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
@@ -614,12 +619,12 @@ func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, pod *cor
 
 // Bind turns a placeholder into an Available reservation on nodeName and
 // deletes the placeholder instead of binding it. Other pods are bound with
-// the annotations Koord plugins recorded for them (podbinding), or, with
+// the annotations Koord plugins recorded for them (frameworkext.Bind), or, with
 // none, by the next binder.
 func (p *Plugin) Bind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	name := reservation.PlaceholderOf(pod)
+	name := reservationutil.PlaceholderOf(pod)
 	if name == "" {
-		return podbinding.Bind(ctx, p.handle, cs, pod, nodeName)
+		return frameworkext.Bind(ctx, p.handle, cs, pod, nodeName)
 	}
 	logger := klog.FromContext(ctx)
 	r, err := p.koord.SchedulingV1alpha1().Reservations().Get(ctx, name, metav1.GetOptions{})
@@ -629,7 +634,7 @@ func (p *Plugin) Bind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	if !ownedBy(pod, r) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("placeholder %s/%s is not owned by reservation %s (uid %s)", pod.Namespace, pod.Name, name, r.UID))
 	}
-	if reservation.IsAvailable(r) || reservation.IsTerminal(r) {
+	if reservationutil.IsAvailable(r) || reservationutil.IsTerminal(r) {
 		// Placed already (a second placeholder raced the first): it holds
 		// nothing more; dropping it frees what this cycle assumed.
 		err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
@@ -641,7 +646,7 @@ func (p *Plugin) Bind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	// The CPUs NodeNUMAResource chose for the placeholder: recorded for the
 	// Binding, or (profiles where its PreBind patches) on the placeholder in
 	// the API, not on this copy.
-	status, ok := podbinding.Pending(cs, extension.AnnotationResourceStatus)
+	status, ok := frameworkext.Pending(cs, extension.AnnotationResourceStatus)
 	if !ok {
 		current, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
@@ -659,7 +664,7 @@ func (p *Plugin) Bind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, n
 	now := metav1.Now()
 	r.Status.Phase = schedulingv1alpha1.ReservationAvailable
 	r.Status.NodeName = nodeName
-	r.Status.Allocatable = reservation.Requests(r)
+	r.Status.Allocatable = reservationutil.Requests(r)
 	r.Status.Conditions = []schedulingv1alpha1.ReservationCondition{
 		{Type: schedulingv1alpha1.ReservationConditionScheduled, Status: corev1.ConditionTrue, Reason: schedulingv1alpha1.ReasonReservationScheduled,
 			Message: "scheduled on " + nodeName, LastProbeTime: now, LastTransitionTime: now},

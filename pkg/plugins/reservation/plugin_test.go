@@ -18,11 +18,13 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
-	"github.com/koord-project/koord/pkg/reservation"
+	"github.com/koord-project/koord/pkg/reservationutil"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext/frameworkexttest"
 )
 
 func testPlugin(rs ...*schedulingv1alpha1.Reservation) *Plugin {
-	p := &Plugin{cache: NewCache(nil)}
+	p := newPlugin(&frameworkexttest.Handle{}, frameworkext.NewExtender(), nil, klog.Background())
 	p.ready.Store(true)
 	for _, r := range rs {
 		p.cache.SetReservation(r)
@@ -87,7 +89,7 @@ func TestPreFilterSkipsWhileNothingIsHeld(t *testing.T) {
 		if st.IsSkip() != tc.skip {
 			t.Errorf("%s: PreFilter %v, want skip %v", tc.name, st, tc.skip)
 		}
-		if reservation.HoldsOf(cs) == nil {
+		if frameworkext.HoldsOf(cs) == nil {
 			t.Errorf("%s: no Holds in the cycle state for the other plugins", tc.name)
 		}
 	}
@@ -223,7 +225,7 @@ func TestFullestFitAndPlaceholders(t *testing.T) {
 	// A reservation being scheduled consumes none: what both hold counts
 	// against it (web-1, now assumed, runs in small's share).
 	ph := appPod("ph", "web", "1")
-	ph.Annotations = map[string]string{reservation.PlaceholderAnnotation: "r3"}
+	ph.Annotations = map[string]string{reservationutil.PlaceholderAnnotation: "r3"}
 	if _, st := run(t, p, ph, nodeInfo("1")); st.IsSuccess() || !strings.Contains(st.Message(), "reservations hold 3000m of the node's 3000m free CPU") {
 		t.Errorf("a placeholder on a node fully held by reservations: %v", st)
 	}
@@ -242,9 +244,9 @@ func TestHoldsForOtherPlugins(t *testing.T) {
 	if !st.IsSuccess() {
 		t.Fatal(st.AsError())
 	}
-	holds := reservation.HoldsOf(cs)
+	holds := frameworkext.HoldsOf(cs)
 	if holds == nil {
-		t.Fatal("no reservation.Holds in the cycle state")
+		t.Fatal("no frameworkext.Holds in the cycle state")
 	}
 	use, held := holds.On(named("n1"))
 	if use == nil || use.Name != "pinned" || use.CPUs.String() != "2-3" || use.NUMAMemory[1] != 1<<30 || use.MilliCPU != 2000 {
@@ -268,20 +270,20 @@ func TestHoldsForOtherPlugins(t *testing.T) {
 	}
 
 	cs, _ = run(t, p, appPod("other", "batch", "1"), nodeInfo())
-	if use, held := reservation.HoldsOf(cs).On(named("n1")); use != nil || len(held) != 2 {
+	if use, held := frameworkext.HoldsOf(cs).On(named("n1")); use != nil || len(held) != 2 {
 		t.Errorf("a stranger: use %v, held %d, want none and both", use, len(held))
 	}
-	if cpu, _ := reservation.HoldsOf(cs).Held(named("n1")); cpu != 1000 {
+	if cpu, _ := frameworkext.HoldsOf(cs).Held(named("n1")); cpu != 1000 {
 		t.Errorf("a stranger: %dm held against it, want 1000m (plain; pinned is used up)", cpu)
 	}
-	if cpu, _ := reservation.HoldsOf(cs).Held(named("n2")); cpu != 0 {
+	if cpu, _ := frameworkext.HoldsOf(cs).Held(named("n2")); cpu != 0 {
 		t.Errorf("a stranger on a node without reservations: %dm held", cpu)
 	}
 	// Strangers share one held list per node until its reservations change
 	// (NodeNUMAResource keys its narrowed views by it).
-	_, first := reservation.HoldsOf(cs).On(named("n1"))
+	_, first := frameworkext.HoldsOf(cs).On(named("n1"))
 	cs2, _ := run(t, p, appPod("other-2", "batch", "1"), nodeInfo())
-	if _, second := reservation.HoldsOf(cs2).On(named("n1")); &second[0] != &first[0] {
+	if _, second := frameworkext.HoldsOf(cs2).On(named("n1")); &second[0] != &first[0] {
 		t.Error("two strangers got different held lists for the same reservations")
 	}
 	changed := withOwners(available("plain", "n1", "1"), "web")
@@ -291,7 +293,7 @@ func TestHoldsForOtherPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs3, _ := run(t, p, appPod("other-3", "batch", "1"), nodeInfo())
-	if _, third := reservation.HoldsOf(cs3).On(named("n1")); len(third) == 0 || &third[0] == &first[0] {
+	if _, third := frameworkext.HoldsOf(cs3).On(named("n1")); len(third) == 0 || &third[0] == &first[0] {
 		t.Error("after a reservation changed, a stranger got the old held list")
 	}
 
@@ -303,8 +305,8 @@ func TestHoldsForOtherPlugins(t *testing.T) {
 		t.Fatalf("malformed resource-status: %v", err)
 	}
 	cs, _ = run(t, p, appPod("db-1", "db", "1"), nodeInfo())
-	_, held = reservation.HoldsOf(cs).On(named("n1")) // pinned has nothing left for db-1
-	if i := slices.IndexFunc(held, func(h reservation.Hold) bool { return h.Name == "pinned" }); i < 0 || held[i].CPUs.String() != "2-3" {
+	_, held = frameworkext.HoldsOf(cs).On(named("n1")) // pinned has nothing left for db-1
+	if i := slices.IndexFunc(held, func(h frameworkext.Hold) bool { return h.Name == "pinned" }); i < 0 || held[i].CPUs.String() != "2-3" {
 		t.Errorf("after a malformed update: %+v, want pinned still holding 2-3", held)
 	}
 }
@@ -549,11 +551,12 @@ func TestTaintedReservation(t *testing.T) {
 	}
 }
 
-// An owner kept out because another used the reservation up is re-queued
-// when that one leaves, through this hint, which returns the share first:
-// the plugin's own handler may not have run yet.
-func TestQueueingHintReturnsDeletedOwnersShare(t *testing.T) {
+// An owner kept out because another used the reservation up is sent back
+// to the active queue when that one leaves, once the plugin's cache has
+// returned the share (not before, or it would be turned away again).
+func TestDeletedOwnersShareReturnedThenRetried(t *testing.T) {
 	p := testPlugin(withOwners(available("r1", "n1", "2"), "web"))
+	h := p.handle.(*frameworkexttest.Handle)
 	first := owner("web-1", "2", "r1")
 	first.Labels = map[string]string{"app": "web"}
 	p.cache.ObservePod(first)
@@ -562,8 +565,12 @@ func TestQueueingHintReturnsDeletedOwnersShare(t *testing.T) {
 	if _, st := run(t, p, second, nodeInfo("2")); st.IsSuccess() {
 		t.Fatal("an owner requiring r1 passed while another used it up")
 	}
-	if h, err := p.queueOnPodDelete(klog.Background(), second, cache.DeletedFinalStateUnknown{Key: "prod/web-1", Obj: first}, nil); err != nil || h != fwk.Queue {
-		t.Fatalf("hint %v, %v", h, err)
+	if got := h.Activated(); len(got) != 0 {
+		t.Fatalf("activated %v before anything changed", got)
+	}
+	p.onPodDelete(cache.DeletedFinalStateUnknown{Key: "prod/web-1", Obj: first})
+	if got := h.Activated(); len(got) != 1 || got[0] != second.Namespace+"/"+second.Name {
+		t.Errorf("activated %v after the first owner left, want the second", got)
 	}
 	if _, st := run(t, p, second, nodeInfo()); !st.IsSuccess() {
 		t.Errorf("re-queued after the first owner left, still: %v", st)

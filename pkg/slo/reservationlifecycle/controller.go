@@ -27,7 +27,7 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
-	"github.com/koord-project/koord/pkg/reservation"
+	"github.com/koord-project/koord/pkg/reservationutil"
 	"github.com/koord-project/koord/pkg/slo/index"
 )
 
@@ -70,11 +70,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	now := r.now()
-	if reservation.IsTerminal(&res) {
+	if reservationutil.IsTerminal(&res) {
 		if err := r.deletePlaceholder(ctx, &res); err != nil {
 			return reconcile.Result{}, err
 		}
-		at := reservation.FinishedAt(&res)
+		at := reservationutil.FinishedAt(&res)
 		if at.IsZero() {
 			at = res.CreationTimestamp.Time
 		}
@@ -87,7 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	var pods []*corev1.Pod
 	nodeExists := true
-	if reservation.IsAvailable(&res) {
+	if reservationutil.IsAvailable(&res) {
 		var node corev1.Node
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: res.Status.NodeName}, &node); err != nil {
 			if !apierrors.IsNotFound(err) {
@@ -103,8 +103,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			pods = append(pods, &list.Items[i])
 		}
 	}
-	next := reservation.Next(&res, pods, nodeExists, now)
-	if !reservation.IsAvailable(&res) && next.Status.Phase != schedulingv1alpha1.ReservationFailed {
+	next := reservationutil.Next(&res, pods, nodeExists, now)
+	if !reservationutil.IsAvailable(&res) && next.Status.Phase != schedulingv1alpha1.ReservationFailed {
 		// Pending: have it scheduled, and say why it is not (yet).
 		why, err := r.ensurePlaceholder(ctx, &res)
 		if err != nil {
@@ -125,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		logger.V(2).Info("status", "reservation", res.Name, "phase", res.Status.Phase, "owners", len(res.Status.CurrentOwners))
 	}
-	if reservation.IsTerminal(&res) {
+	if reservationutil.IsTerminal(&res) {
 		return reconcile.Result{RequeueAfter: r.GCAfter}, nil
 	}
 	return reconcile.Result{RequeueAfter: next.RequeueAfter}, nil
@@ -167,7 +167,7 @@ func (r *Reconciler) ensurePlaceholder(ctx context.Context, res *schedulingv1alp
 	if err := r.Live.Get(ctx, types.NamespacedName{Name: res.Name}, &live); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
-	if live.UID != res.UID || reservation.IsAvailable(&live) || reservation.IsTerminal(&live) {
+	if live.UID != res.UID || reservationutil.IsAvailable(&live) || reservationutil.IsTerminal(&live) {
 		return "", nil // the cache is behind; its update event brings us back
 	}
 	return "", client.IgnoreAlreadyExists(r.Client.Create(ctx, Placeholder(res, key)))
@@ -200,7 +200,7 @@ func Placeholder(res *schedulingv1alpha1.Reservation, key types.NamespacedName) 
 	}
 	// Never run, never restarted: the scheduler deletes it once placed.
 	spec.RestartPolicy = corev1.RestartPolicyNever
-	annotations := map[string]string{reservation.PlaceholderAnnotation: res.Name}
+	annotations := map[string]string{reservationutil.PlaceholderAnnotation: res.Name}
 	for _, k := range []string{extension.AnnotationResourceSpec, extension.AnnotationNUMATopologySpec} {
 		if v, ok := res.Spec.Template.Annotations[k]; ok {
 			annotations[k] = v
@@ -277,7 +277,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return err
 	}
 	byAnnotation := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		if name := o.GetAnnotations()[reservation.PlaceholderAnnotation]; name != "" {
+		if name := o.GetAnnotations()[reservationutil.PlaceholderAnnotation]; name != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
 		}
 		if a, err := extension.GetReservationAllocated(o.GetAnnotations()); err == nil && a != nil {

@@ -1,4 +1,4 @@
-package podbinding
+package frameworkext_test
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
-	"github.com/koord-project/koord/pkg/plugins/podbinding/podbindingtest"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext/frameworkexttest"
 )
 
 func TestCarried(t *testing.T) {
@@ -23,40 +24,45 @@ func TestCarried(t *testing.T) {
 		{[]string{"DefaultBinder", "Reservation"}, false},
 		{nil, false},
 	} {
-		if got := Carried(&podbindingtest.Handle{Bind: tc.bind}); got != tc.want {
+		ext := frameworkext.NewExtender()
+		ext.RegisterBinder("Reservation")
+		ext.RegisterBinder("NodeNUMAResource")
+		if got := ext.Carried(&frameworkexttest.Handle{Bind: tc.bind}); got != tc.want {
 			t.Errorf("bind %v: Carried %v, want %v", tc.bind, got, tc.want)
 		}
 	}
 	// A handle that cannot list its plugins: PreBind patches.
-	if Carried(struct{ fwk.Handle }{}) {
+	ext := frameworkext.NewExtender()
+	ext.RegisterBinder("Reservation")
+	if ext.Carried(struct{ fwk.Handle }{}) {
 		t.Error("a handle without ListPlugins carries")
 	}
 }
 
 func TestBindCarriesAnnotations(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: "uid-p"}}
-	h := &podbindingtest.Handle{Client: fake.NewClientset(pod)}
+	h := &frameworkexttest.Handle{Client: fake.NewClientset(pod)}
 	ctx := context.Background()
 
 	// Nothing recorded: the next binder binds.
 	cs := framework.NewCycleState()
-	if s := Bind(ctx, h, cs, pod, "n1"); !s.IsSkip() {
+	if s := frameworkext.Bind(ctx, h, cs, pod, "n1"); !s.IsSkip() {
 		t.Fatalf("nothing recorded: %v, want Skip", s)
 	}
-	if n := len(podbindingtest.Sent(h.Client)); n != 0 {
+	if n := len(frameworkexttest.Sent(h.Client)); n != 0 {
 		t.Fatalf("%d bindings sent with nothing recorded", n)
 	}
 
 	// Two plugins record; a Clone (the framework clones cycle states) sees both.
-	Add(cs, "a", "1", nil)
-	Add(cs.Clone(), "b", "2", nil)
-	if v, ok := Pending(cs, "b"); !ok || v != "2" {
+	frameworkext.Add(cs, "a", "1", nil)
+	frameworkext.Add(cs.Clone(), "b", "2", nil)
+	if v, ok := frameworkext.Pending(cs, "b"); !ok || v != "2" {
 		t.Fatalf("Pending b = %q %v", v, ok)
 	}
-	if s := Bind(ctx, h, cs, pod, "n1"); !s.IsSuccess() {
+	if s := frameworkext.Bind(ctx, h, cs, pod, "n1"); !s.IsSuccess() {
 		t.Fatal(s.AsError())
 	}
-	sent := podbindingtest.Sent(h.Client)
+	sent := frameworkexttest.Sent(h.Client)
 	if len(sent) != 1 {
 		t.Fatalf("%d bindings sent, want 1", len(sent))
 	}
@@ -67,11 +73,11 @@ func TestBindCarriesAnnotations(t *testing.T) {
 
 	// A failing check refuses the binding and sends nothing.
 	cs = framework.NewCycleState()
-	Add(cs, "a", "1", func() *fwk.Status { return fwk.NewStatus(fwk.Unschedulable, "CPUs taken") })
-	if s := Bind(ctx, h, cs, pod, "n1"); s.Code() != fwk.Unschedulable || s.Message() != "CPUs taken" {
+	frameworkext.Add(cs, "a", "1", func() *fwk.Status { return fwk.NewStatus(fwk.Unschedulable, "CPUs taken") })
+	if s := frameworkext.Bind(ctx, h, cs, pod, "n1"); s.Code() != fwk.Unschedulable || s.Message() != "CPUs taken" {
 		t.Errorf("failing check: %v", s)
 	}
-	if n := len(podbindingtest.Sent(h.Client)); n != 1 {
+	if n := len(frameworkexttest.Sent(h.Client)); n != 1 {
 		t.Errorf("%d bindings sent in all, want the first only", n)
 	}
 }

@@ -1,28 +1,27 @@
-// Package reservationtest gives plugin unit tests a reservation.Holds that
-// says what the Reservation plugin would, without running it.
-package reservationtest
+package frameworkexttest
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/koord-project/koord/pkg/reservation"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
 )
 
-// Holds is one pod's view: on Node (every node when empty) it would consume
-// Use and Held is held against it; other nodes hold nothing.
+// Holds is a frameworkext.Holds that says what the Reservation plugin would
+// for one pod, without running it: on Node (every node when empty) the pod
+// would consume Use, and HeldBy is held against it; other nodes hold nothing.
 type Holds struct {
 	Node   string
-	Use    *reservation.Hold
-	HeldBy []reservation.Hold
+	Use    *frameworkext.Hold
+	HeldBy []frameworkext.Hold
 }
 
-var _ reservation.Holds = &Holds{}
+var _ frameworkext.Holds = &Holds{}
 
 func (h *Holds) Clone() fwk.StateData { return h }
 
-func (h *Holds) On(node *corev1.Node) (*reservation.Hold, []reservation.Hold) {
+func (h *Holds) On(node *corev1.Node) (*frameworkext.Hold, []frameworkext.Hold) {
 	if h.Node != "" && node.Name != h.Node {
 		return nil, nil
 	}

@@ -1,4 +1,6 @@
-// Package podbinding binds a pod together with the annotations Koord plugins
+package frameworkext
+
+// The binding: a pod is bound together with the annotations Koord plugins
 // chose for it (NodeNUMAResource's resource-status, Reservation's
 // reservation-allocated), in the one Binding call that sets spec.nodeName.
 //
@@ -9,12 +11,12 @@
 // patch kube-scheduler makes for any pod whose PreBind has work to do): the
 // largest cost Koord's plugins had in a whole-scheduler benchmark.
 //
-// A plugin records its annotations in Reserve with Add. Reservation and
-// NodeNUMAResource implement Bind with Bind below; whichever comes first in
-// the profile's bind list sends the Binding with everything recorded. A
-// profile whose first binder is not one of them (DefaultBinder first) makes
-// Carried false, and the plugins fall back to patching in PreBind.
-package podbinding
+// A plugin records its annotations in Reserve with Add. Plugins that bind
+// register with RegisterBinder and implement Bind with Bind below; whichever
+// comes first in the profile's bind list sends the Binding with everything
+// recorded. A profile whose first binder is none of them (DefaultBinder
+// first) makes Carried false, and the plugins fall back to patching in
+// PreBind.
 
 import (
 	"context"
@@ -29,12 +31,15 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 )
 
-// Binders are the Koord plugins whose Bind carries the annotations. Each
-// plugin's tests check that it is listed here and implements Bind with this
-// package.
-var Binders = []string{"Reservation", "NodeNUMAResource"}
+// RegisterBinder records that the plugin called name binds with Bind below
+// (in its constructor).
+func (e *Extender) RegisterBinder(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.binders[name] = true
+}
 
-const stateKey fwk.StateKey = "koord.sh/binding-annotations"
+const bindingKey fwk.StateKey = "koord.sh/binding-annotations"
 
 // Check runs just before the Binding is sent; an error refuses the binding.
 // NodeNUMAResource checks that the CPUs it chose are still the pod's.
@@ -51,15 +56,17 @@ type pending struct {
 func (p *pending) Clone() fwk.StateData { return p }
 
 func get(cs fwk.CycleState, create bool) *pending {
-	if d, err := cs.Read(stateKey); err == nil {
-		return d.(*pending)
+	if d, err := cs.Read(bindingKey); err == nil {
+		if p, ok := d.(*pending); ok {
+			return p
+		}
 	}
 	if !create {
 		return nil
 	}
 	// Reserve plugins run one after another, so two cannot both create.
 	p := &pending{annotations: map[string]string{}}
-	cs.Write(stateKey, p)
+	cs.Write(bindingKey, p)
 	return p
 }
 
@@ -127,12 +134,13 @@ func Bind(ctx context.Context, h fwk.Handle, cs fwk.CycleState, pod *corev1.Pod,
 	return nil
 }
 
-// Carried reports whether the profile's first binder is one of Binders, so
-// annotations recorded with Add reach the pod with its Binding. It needs the
-// framework's plugin list, available once the profile is built: call it from
-// the binding cycle, not from New. A handle that cannot list its plugins
-// (unit tests' fakes) answers false: the PreBind patch is always correct.
-func Carried(h fwk.Handle) bool {
+// Carried reports whether the profile's first binder is a registered
+// binder, so annotations recorded with Add reach the pod with its Binding.
+// It needs the framework's plugin list, available once the profile is
+// built: call it from the binding cycle, not from New. A handle that cannot
+// list its plugins (unit tests' fakes) answers false: the PreBind patch is
+// always correct.
+func (e *Extender) Carried(h fwk.Handle) bool {
 	l, ok := h.(interface{ ListPlugins() *config.Plugins })
 	if !ok {
 		return false
@@ -141,24 +149,20 @@ func Carried(h fwk.Handle) bool {
 	if plugins == nil || len(plugins.Bind.Enabled) == 0 {
 		return false
 	}
-	first := plugins.Bind.Enabled[0].Name
-	for _, b := range Binders {
-		if b == first {
-			return true
-		}
-	}
-	return false
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.binders[plugins.Bind.Enabled[0].Name]
 }
 
-// Profile caches Carried for one plugin instance (one profile): the plugin
-// list does not change once the scheduler runs.
-type Profile struct {
+// CarriedOnce caches Carried for one plugin instance (one profile): the
+// plugin list does not change once the scheduler runs.
+type CarriedOnce struct {
 	once    sync.Once
 	carried bool
 }
 
-// Carried is Carried(h), worked out once.
-func (p *Profile) Carried(h fwk.Handle) bool {
-	p.once.Do(func() { p.carried = Carried(h) })
-	return p.carried
+// Carried is e.Carried(h), worked out once.
+func (c *CarriedOnce) Carried(e *Extender, h fwk.Handle) bool {
+	c.once.Do(func() { c.carried = e.Carried(h) })
+	return c.carried
 }

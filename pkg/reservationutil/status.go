@@ -1,11 +1,13 @@
-package reservation
+package reservationutil
 
 import (
+	"fmt"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/cpuset"
 
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
@@ -123,4 +125,18 @@ func ClaimOf(p *corev1.Pod) *extension.ReservationAllocated {
 // (a reservation re-created under the same name is another one).
 func Names(a *extension.ReservationAllocated, r *schedulingv1alpha1.Reservation) bool {
 	return a != nil && a.Name == r.Name && (a.UID == "" || a.UID == r.UID)
+}
+
+// Pinning reads the CPUs and per-NUMA-node memory a reservation was given
+// (its resource-status annotation, copied from its placeholder). A
+// malformed annotation is an error naming the key.
+func Pinning(r *schedulingv1alpha1.Reservation) (cpuset.CPUSet, map[int]int64, error) {
+	if _, ok := r.Annotations[extension.AnnotationResourceStatus]; !ok {
+		return cpuset.New(), nil, nil
+	}
+	st, err := extension.GetResourceStatus(r.Annotations)
+	if err != nil {
+		return cpuset.New(), nil, fmt.Errorf("reservation %s: %w", r.Name, err)
+	}
+	return st.CPUs(), st.NUMAMemory(), nil
 }

@@ -1,16 +1,17 @@
-package reservation
+package frameworkext
+
+// The reservation holds contract: the Reservation plugin decides which
+// reservations a pod may consume; NodeNUMAResource and LoadAwareScheduling
+// must count what the others hold against it. The Reservation plugin's
+// PreFilter leaves a Holds in the cycle state; the others read it.
 
 import (
-	"fmt"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/cpuset"
-
-	"github.com/koord-project/koord/apis/extension"
-	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 )
 
 // Hold is what one Available reservation keeps on its node, as other
@@ -34,10 +35,6 @@ type Hold struct {
 // Pinned reports whether the reservation holds specific CPUs or NUMA memory.
 func (h *Hold) Pinned() bool { return !h.CPUs.IsEmpty() || len(h.NUMAMemory) > 0 }
 
-// SchedulerEvent is how the scheduler names Reservation events
-// (resource.version.group) in EventsToRegister.
-const SchedulerEvent fwk.EventResource = "reservations.v1alpha1.scheduling.koordinator.sh"
-
 // HoldsStateKey is where the Reservation plugin's PreFilter leaves a pod's
 // Holds in its scheduling cycle.
 const HoldsStateKey fwk.StateKey = "koord.sh/reservation-holds"
@@ -49,13 +46,7 @@ type Holds interface {
 	// On returns the reservation the pod would consume on node (after
 	// Reserve, the one it took) and the node's other reservations, which
 	// are held against it. Nodes without reservations cost no allocation.
-	// When use is nil, held is never changed once returned; for a pod that
-	// owns none of the node's reservations it is the same list (the same
-	// first element) for every such pod until the node's reservations
-	// change, so a plugin may key what it derives from it per node by it.
-	// node is the object the scheduler handed the caller: the Reservation
-	// plugin finds the node's reservations by its address (see
-	// internal/nodeslots).
+	// The list is shared: read it, do not change it.
 	On(node *corev1.Node) (use *Hold, held []Hold)
 	// Held is the CPU (milli-cores) and memory of held in total: what
 	// LoadAwareScheduling adds on every node, without walking the list.
@@ -94,18 +85,4 @@ func (o *HoldsOnce) Get(cs fwk.CycleState) Holds {
 	h := &holdsRef{HoldsOf(cs)}
 	o.p.Store(h)
 	return h.Holds
-}
-
-// Pinning reads the CPUs and per-NUMA-node memory a reservation was given
-// (its resource-status annotation, copied from its placeholder). A
-// malformed annotation is an error naming the key.
-func Pinning(r *schedulingv1alpha1.Reservation) (cpuset.CPUSet, map[int]int64, error) {
-	if _, ok := r.Annotations[extension.AnnotationResourceStatus]; !ok {
-		return cpuset.New(), nil, nil
-	}
-	st, err := extension.GetResourceStatus(r.Annotations)
-	if err != nil {
-		return cpuset.New(), nil, fmt.Errorf("reservation %s: %w", r.Name, err)
-	}
-	return st.CPUs(), st.NUMAMemory(), nil
 }

@@ -2,7 +2,7 @@
 // koord-manager's reservation controller both need to know about a
 // Reservation: who may use it, what it holds, and what its status is,
 // derived from the pods that use it.
-package reservation
+package reservationutil
 
 import (
 	"encoding/json"
