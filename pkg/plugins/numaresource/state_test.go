@@ -155,4 +155,3 @@ func TestAvailable(t *testing.T) {
 		t.Errorf("available = %s, want 3,5-7 (all minus reserved 0,4, kubelet-pinned 1, held 2)", got)
 	}
 }
-
