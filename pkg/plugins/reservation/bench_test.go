@@ -73,13 +73,8 @@ func BenchmarkFilterScore(b *testing.B) {
 // freshCycles hands out a PreFiltered cycle state for each call, and whether
 // PreFilter skipped Filter. An owner's choice on a node is worked out once
 // per cycle (Filter) and reused (Score), so reusing one cycle as it is would
-// measure only the reuse: with fresh set, every call gets the one cycle
-// state with an empty memo, as a new cycle's PreFilter leaves it. The memos
-// are made 1024 at a time with the timer stopped (PreFilter makes them, not
-// Filter or Score). The cycle state itself stays the one PreFilter wrote
-// last, as in the scheduler, where a cycle's Filter and Score follow its
-// PreFilter: a new cycle state per call would have the plugin read each
-// from the CycleState, the path only preemption's clones take.
+// measure only the reuse: with fresh set, every call gets the cycle state
+// with its choices emptied, as a new cycle's PreFilter leaves it.
 func freshCycles(b *testing.B, p *Plugin, pod *corev1.Pod, fresh bool) func() (fwk.CycleState, bool) {
 	cs := framework.NewCycleState()
 	_, st := p.PreFilter(context.Background(), cs, pod, nil)
@@ -91,17 +86,8 @@ func freshCycles(b *testing.B, p *Plugin, pod *corev1.Pod, fresh bool) func() (f
 		return func() (fwk.CycleState, bool) { return cs, skip }
 	}
 	s := p.getState(cs)
-	var memos []*choices
 	return func() (fwk.CycleState, bool) {
-		if len(memos) == 0 {
-			b.StopTimer()
-			memos = make([]*choices, 1024)
-			for i := range memos {
-				memos[i] = &choices{}
-			}
-			b.StartTimer()
-		}
-		s.memo, memos = memos[len(memos)-1], memos[:len(memos)-1]
+		s.choices.Clear()
 		return cs, skip
 	}
 }

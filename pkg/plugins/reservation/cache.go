@@ -1,13 +1,11 @@
-// Package reservation is koord-scheduler's Reservation plugin; see README.md.
-// The cache is its state: what every Available reservation holds and who
-// consumes it, safe for the scheduling cycle, the binding goroutines and the
-// informer handlers at once.
+// The cache is the plugin's state: what every Available reservation holds
+// and who consumes it, safe for the scheduling cycle, the binding goroutines
+// and the informer handlers at once. summary.go is how Filter reads it.
+
 package reservation
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +17,6 @@ import (
 
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	"github.com/koord-project/koord/pkg/reservationutil"
-	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
 )
 
 // Cache is every Available reservation by node, with what its owners use.
@@ -61,44 +58,11 @@ type Cache struct {
 	// any reservation pins CPUs (see frameworkext.Holds.Most), updated with
 	// the summaries (noteSummaryLocked).
 	most atomic.Pointer[mostHeld]
-	// changes counts the summaries published: what Owned answered holds
-	// while it stays the same. Filter reads it per node; writers change it
-	// with the summaries, under the lock.
-	changes atomic.Uint64
 	// pinnedNodes counts the summaries holding a pinned reservation; loose
 	// the totals that dropped since the bound was last worked out over
 	// every node (while it is 0 the bound is exact); scanned the summaries
 	// read doing so (tests bound it).
 	pinnedNodes, loose, scanned int
-}
-
-type mostHeld struct {
-	milliCPU, memory int64
-	pinned           bool
-}
-
-// nodeSummary is one node's reservations, by name, and how a pod that owns
-// none of them relates to them (most pods, and placeholders): the same for
-// all such pods, so made once per change instead of once per pod and node.
-// Read-only once published.
-type nodeSummary struct {
-	// heldMilliCPU and heldMemory are stranger's totals, here too so that
-	// LoadAwareScheduling's Held for most pods reads this object only.
-	heldMilliCPU, heldMemory int64
-	// pinned is set when one of the reservations pins CPUs or NUMA memory.
-	pinned   bool
-	views    []View
-	stranger *nodeChoice
-}
-
-// owns says whether pod is an owner of any of the node's reservations.
-func (n *nodeSummary) owns(pod *corev1.Pod, m ownerMatcher) bool {
-	for i := range n.views {
-		if m.match(&n.views[i].owners, pod) {
-			return true
-		}
-	}
-	return false
 }
 
 type entry struct {
@@ -121,129 +85,12 @@ type entry struct {
 	numaMemory map[int]int64
 }
 
-// refreshLocked recomputes e's view and its node's summary after a change.
-func (c *Cache) refreshLocked(e *entry) {
-	e.refresh()
-	c.summarizeLocked(e.r.Status.NodeName)
-}
-
-// summarizeLocked rebuilds node's summary from its entries' views.
-func (c *Cache) summarizeLocked(node string) {
-	entries := c.byNode[node]
-	if len(entries) == 0 {
-		if old := c.summary(node); old != nil {
-			c.changes.Add(1)
-			c.summaries.Delete(node)
-			c.noteSummaryLocked(old, nil)
-		}
-		return
-	}
-	views := make([]View, 0, len(entries))
-	for _, e := range entries {
-		views = append(views, e.view)
-	}
-	slices.SortFunc(views, func(a, b View) int { return strings.Compare(a.Reservation.Name, b.Reservation.Name) })
-	stranger := &nodeChoice{views: views}
-	for i := range views {
-		stranger.c.hold(&views[i])
-	}
-	stranger.once.Do(func() { stranger.use, stranger.held = holdsOf(views, nil) })
-	sum := &nodeSummary{views: views, stranger: stranger, heldMilliCPU: stranger.c.heldMilliCPU, heldMemory: stranger.c.heldMemory}
-	for i := range views {
-		sum.pinned = sum.pinned || views[i].hold.Pinned()
-	}
-	old := c.summary(node)
-	// Counted before publication: a reader that sees the new summary sees
-	// the new count.
-	c.changes.Add(1)
-	c.summaries.Store(node, sum)
-	c.noteSummaryLocked(old, sum)
-}
-
-// noteSummaryLocked updates most for a node whose summary went from old to
-// cur (either nil: none). A total above the bound raises it at once and
-// pinning is counted, but a total that drops only counts towards working
-// the bound out again over every node, which happens once as many totals as
-// a tenth of the nodes have dropped: Most promises an upper bound, and
-// working it out on every change made each change (each owner that takes
-// its reservation is one) cost a pass over every node holding one.
-func (c *Cache) noteSummaryLocked(old, cur *nodeSummary) {
-	m := *c.most.Load()
-	if old != nil && old.pinned {
-		c.pinnedNodes--
-	}
-	if cur != nil {
-		if cur.pinned {
-			c.pinnedNodes++
-		}
-		m.milliCPU = max(m.milliCPU, cur.heldMilliCPU)
-		m.memory = max(m.memory, cur.heldMemory)
-	}
-	m.pinned = c.pinnedNodes > 0
-	if old != nil && (cur == nil || cur.heldMilliCPU < old.heldMilliCPU || cur.heldMemory < old.heldMemory) {
-		if c.loose++; c.loose > len(c.byNode)/10 {
-			m.milliCPU, m.memory = 0, 0
-			for node := range c.byNode {
-				if sum := c.summary(node); sum != nil {
-					m.milliCPU = max(m.milliCPU, sum.heldMilliCPU)
-					m.memory = max(m.memory, sum.heldMemory)
-					c.scanned++
-				}
-			}
-			c.loose = 0
-		}
-	}
-	c.most.Store(&m)
-}
-
-// refresh recomputes e's view after a change.
-func (e *entry) refresh() {
-	alloc := e.allocatedLocked("")
-	rem := reservationutil.Remaining(e.allocatable, alloc)
-	_, holdsCPU := e.allocatable[corev1.ResourceCPU]
-	_, holdsMemory := e.allocatable[corev1.ResourceMemory]
-	holdsOthers := false
-	for name := range e.allocatable {
-		holdsOthers = holdsOthers || (name != corev1.ResourceCPU && name != corev1.ResourceMemory)
-	}
-	e.view = View{Reservation: e.r, Allocatable: e.allocatable, Allocated: alloc, Remaining: rem, Owners: len(e.uses), owners: e.owners,
-		remMilliCPU: rem.Cpu().MilliValue(), remMemory: rem.Memory().Value(), holdsCPU: holdsCPU, holdsMemory: holdsMemory,
-		holdsOthers: holdsOthers, open: reservationutil.OpenToOwners(e.r)}
-	consumers := make([]types.UID, 0, len(e.uses))
-	for pod := range e.uses {
-		consumers = append(consumers, pod)
-	}
-	e.view.hold = &frameworkext.Hold{Name: e.r.Name, UID: e.r.UID, MilliCPU: e.view.remMilliCPU, Memory: e.view.remMemory,
-		CPUs: e.cpus, NUMAMemory: e.numaMemory, Consumers: consumers}
-}
-
 // NewCache returns an empty cache.
 func NewCache() *Cache {
 	c := &Cache{byUID: map[types.UID]*entry{}, byNode: map[string]map[types.UID]*entry{}, podRes: map[types.UID]types.UID{}, waiting: map[types.UID]*corev1.Pod{},
 		phase: map[types.UID]int{}, gone: map[types.UID]time.Time{}, ownerKeys: map[string]map[*entry]struct{}{}, keyless: map[*entry]struct{}{}}
 	c.most.Store(&mostHeld{})
 	return c
-}
-
-// View is a reservation with what is left of it, as of one call.
-type View struct {
-	Reservation *schedulingv1alpha1.Reservation
-	Allocatable corev1.ResourceList
-	Allocated   corev1.ResourceList
-	Remaining   corev1.ResourceList
-	Owners      int
-	owners      reservationutil.Owners
-	// CPU and memory, what Filter reads for every pod, as integers.
-	remMilliCPU, remMemory int64
-	holdsCPU, holdsMemory  bool
-	// holdsOthers says whether it holds anything but CPU and memory.
-	holdsOthers bool
-	// open: an owner without reservation-affinity may consume it
-	// (reservationutil.OpenToOwners), known without reading the reservation.
-	open bool
-	// hold is the view as other plugins see it (a pointer: views are
-	// copied for every pod on every node).
-	hold *frameworkext.Hold
 }
 
 // SetReservation adds or updates a reservation. One that is not Available
@@ -505,105 +352,4 @@ func (e *entry) allocatedLocked(skip types.UID) corev1.ResourceList {
 		}
 	}
 	return sum
-}
-
-// unkeyLocked takes e's owner keys out of the counts.
-func (c *Cache) unkeyLocked(e *entry) {
-	for _, k := range e.keys {
-		if delete(c.ownerKeys[k], e); len(c.ownerKeys[k]) == 0 {
-			delete(c.ownerKeys, k)
-		}
-	}
-	delete(c.keyless, e)
-	e.keys, e.keyless = nil, false
-}
-
-// ownership is what Cache.Owned found for one pod.
-type ownership struct {
-	// nodes are the summaries of the nodes where the pod owns a reservation.
-	nodes []*nodeSummary
-	// answers are the owners specs the pod was matched against, with the
-	// result. Matching depends on the spec and the pod only, so an answer
-	// holds for good.
-	answers []ownerAnswer
-	// at is the count of changes the summaries were read at. While the cache
-	// is still there, a node's summary is in nodes exactly when
-	// sum.owns(pod), and a spec missing from answers is one no key of the
-	// pod indexes, which the pod cannot match.
-	at uint64
-}
-
-type ownerAnswer struct {
-	owners  reservationutil.Owners // a copy: an entry's owners are replaced when its spec changes
-	matched bool
-}
-
-// answer is the pod's known answer for o's spec.
-func (o *ownership) answer(owners *reservationutil.Owners) (matched, known bool) {
-	for i := range o.answers {
-		if o.answers[i].owners.SameAs(*owners) {
-			return o.answers[i].matched, true
-		}
-	}
-	return false, false
-}
-
-// Owned lists the nodes where pod owns one of the reservations; nil when
-// no reservation's owners name any key the pod offers (nor lack keys), which
-// is certain: the pod owns none, and is not matched at all. It matches only
-// the reservations the pod's keys index, each owners spec once, so that an
-// owner pod is not matched against the reservations of every node it is
-// filtered on.
-func (c *Cache) Owned(pod *corev1.Pod) *ownership {
-	keys := reservationutil.PodKeys(pod)
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	var o *ownership
-	check := func(e *entry) {
-		if o == nil {
-			o = &ownership{at: c.changes.Load()}
-		}
-		matched, known := o.answer(&e.owners)
-		if !known {
-			matched = e.owners.Match(pod)
-			o.answers = append(o.answers, ownerAnswer{owners: e.owners, matched: matched})
-		}
-		if !matched {
-			return
-		}
-		// The summary should hold e's view (both change under the lock
-		// held here); checked against it all the same, from the answers,
-		// since a pod listed as an owner where it owns nothing would be
-		// filtered wrongly.
-		sum := c.summary(e.r.Status.NodeName)
-		if sum == nil || slices.Contains(o.nodes, sum) || !sum.owns(pod, ownerMatcher{known: o}) {
-			return
-		}
-		o.nodes = append(o.nodes, sum)
-	}
-	for e := range c.keyless {
-		check(e)
-	}
-	for _, k := range keys {
-		for e := range c.ownerKeys[k] {
-			check(e)
-		}
-	}
-	return o
-}
-
-// summary is node's summary, nil when it holds no reservation.
-func (c *Cache) summary(node string) *nodeSummary {
-	if v, ok := c.summaries.Load(node); ok {
-		return v.(*nodeSummary)
-	}
-	return nil
-}
-
-// OnNode lists the node's reservations, by name. The slice is shared: read it, do not change it.
-func (c *Cache) OnNode(node string) []View {
-	if n := c.summary(node); n != nil {
-		return n.views
-	}
-	return nil
 }

@@ -110,33 +110,6 @@ func (v *View) aligned() bool {
 	return v.Reservation.Spec.AllocatePolicy == schedulingv1alpha1.ReservationAllocatePolicyAligned
 }
 
-// ownerMatcher matches one pod against a node's reservations, each distinct
-// owners spec once: the reservations of one workload share theirs. Its zero
-// value matches; one with known first takes the answers PreFilter worked
-// out (Cache.Owned), and with current also their word that a spec they
-// lack does not match.
-type ownerMatcher struct {
-	known   *ownership
-	current bool
-	last    *reservationutil.Owners
-	matched bool
-}
-
-func (m *ownerMatcher) match(o *reservationutil.Owners, pod *corev1.Pod) bool {
-	if m.last != nil && o.SameAs(*m.last) {
-		return m.matched
-	}
-	m.last = o
-	if m.known == nil {
-		m.matched = o.Match(pod)
-	} else if matched, ok := m.known.answer(o); ok {
-		m.matched = matched
-	} else {
-		m.matched = !m.current && o.Match(pod)
-	}
-	return m.matched
-}
-
 func (c *choice) hold(v *View) {
 	c.heldMilliCPU += v.remMilliCPU
 	c.heldMemory += v.remMemory

@@ -1,0 +1,63 @@
+package loadaware
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/koord-project/koord/apis/config"
+)
+
+// PreScore makes sure the pod state exists when Filter was skipped.
+func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	if _, err := state.Read(stateKey); err != nil {
+		state.Write(stateKey, p.computePodState(pod))
+	}
+	return nil
+}
+
+// Score is the weighted least-used (or most-used) share of allocatable,
+// 0–100, from the same estimate Filter uses. Nodes without a fresh metric score 0.
+func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	s := p.podState(state, pod)
+	node := nodeInfo.Node()
+	est := p.cache.estimate(node.Name)
+	if est == nil || p.expired(s, est) {
+		return 0, nil
+	}
+	var buf [maxResources]int64
+	return p.score(s, est, p.withReservations(s.holds.Get(state), node, s.estimate, buf[:0]), nodeInfo.GetAllocatable()), nil
+}
+
+// score is Score's value for a node with a fresh estimate, podEst being the
+// pod's estimate with what the node's reservations hold against it.
+func (p *Plugin) score(s *podState, est *nodeEstimate, podEst vector, alloc fwk.Resource) int64 {
+	if p.weightSum == 0 {
+		return 0
+	}
+	usage := scoreUsage
+	if s.prod && p.args.ScoreAccordingProdUsage {
+		usage = prodUsage
+	}
+	var total int64
+	for i, w := range p.weights {
+		if w == 0 {
+			continue
+		}
+		a := allocatable(alloc, p.resources[i])
+		if a <= 0 {
+			continue
+		}
+		used := min(est.get(i, usage)+podEst[i], a)
+		score := (a - used) * fwk.MaxNodeScore / a
+		if p.args.ScoringStrategy == config.MostUsed {
+			score = used * fwk.MaxNodeScore / a
+		}
+		total += score * w
+	}
+	return total / p.weightSum
+}
+
+// ScoreExtensions is nil: scores are already 0–100.
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
