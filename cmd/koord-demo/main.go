@@ -86,9 +86,7 @@ func run(keep bool) error {
 
 	start := time.Now()
 	fmt.Println("Starting etcd, kube-apiserver (with Koord CRDs), koord-scheduler and koord-manager in this process...")
-	tb := controlplane.NewProcessTB("koord-demo")
-	defer tb.Close()
-	cp, err := controlplane.Start(tb, controlplane.Options{})
+	cp, err := controlplane.Start(controlplane.Options{})
 	if err != nil {
 		return err
 	}

@@ -23,8 +23,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
-	"k8s.io/kubernetes/test/utils/ktesting"
 	"sigs.k8s.io/yaml"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -53,12 +51,12 @@ type ControlPlane struct {
 	Dir string
 
 	etcd   *embed.Etcd
-	server kubeapiservertesting.TestServer
+	server *apiServer
 }
 
 // Start brings up etcd and kube-apiserver and installs the CRDs. Call Stop
 // (tests: register it with t.Cleanup) to shut both down and remove all state.
-func Start(tb ktesting.TB, opts Options) (cp *ControlPlane, err error) {
+func Start(opts Options) (cp *ControlPlane, err error) {
 	dir, err := os.MkdirTemp("", "koord-controlplane-")
 	if err != nil {
 		return nil, err
@@ -85,13 +83,11 @@ func Start(tb ktesting.TB, opts Options) (cp *ControlPlane, err error) {
 	if opts.RBAC {
 		flags = append(flags, "--authorization-mode=Node,RBAC")
 	}
-	serverOpts := kubeapiservertesting.NewDefaultTestServerOptions()
-	serverOpts.DisableInvariantChecks = true
-	cp.server, err = kubeapiservertesting.StartTestServer(tb, serverOpts, flags, storage)
+	cp.server, err = startAPIServer(dir, storage, flags)
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver: %w", err)
 	}
-	cp.Config = rest.CopyConfig(cp.server.ClientConfig)
+	cp.Config = rest.CopyConfig(cp.server.config)
 	if cp.Client, err = kubernetes.NewForConfig(cp.Config); err != nil {
 		return nil, err
 	}
@@ -110,9 +106,9 @@ func Start(tb ktesting.TB, opts Options) (cp *ControlPlane, err error) {
 
 // Stop shuts down kube-apiserver and etcd and removes every file they wrote.
 func (cp *ControlPlane) Stop() {
-	if cp.server.TearDownFn != nil {
-		cp.server.TearDownFn()
-		cp.server.TearDownFn = nil
+	if cp.server != nil {
+		cp.server.stop()
+		cp.server = nil
 	}
 	if cp.etcd != nil {
 		cp.etcd.Close()

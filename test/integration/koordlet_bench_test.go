@@ -48,7 +48,7 @@ func BenchmarkKoordletSteadyState(b *testing.B) {
 func koordletSteadyState(b *testing.B, allStrategies bool) (rssMiB, cpuPercent, cpuMsPerReconcile float64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(b, controlplane.Options{})
+	cp, err := controlplane.Start(controlplane.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // startControlPlane starts a control plane that is stopped when the test ends.
 func startControlPlane(t *testing.T, opts controlplane.Options) *controlplane.ControlPlane {
 	t.Helper()
-	cp, err := controlplane.Start(t, opts)
+	cp, err := controlplane.Start(opts)
 	if err != nil {
 		t.Fatalf("control plane: %v", err)
 	}

@@ -69,7 +69,7 @@ func TestTeardownLeavesNothing(t *testing.T) {
 func runOnce(t *testing.T, name string, endpoints *[]string, dir *string) {
 	t.Run(name, func(t *testing.T) {
 		ctx := testContext(t)
-		cp, err := controlplane.Start(t, controlplane.Options{})
+		cp, err := controlplane.Start(controlplane.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,8 +93,9 @@ func runOnce(t *testing.T, name string, endpoints *[]string, dir *string) {
 }
 
 // tempEntries lists what the control plane may create in the temporary
-// directory (kube-apiserver keeps its certificates and keys there); other
-// programs on the machine may write there too, so only these names count.
+// directory (its state directory, with kube-apiserver's certificates and
+// keys); other programs on the machine may write there too, so only these
+// names count.
 func tempEntries(t *testing.T) map[string]bool {
 	entries, err := os.ReadDir(os.TempDir())
 	if err != nil {
@@ -102,7 +103,7 @@ func tempEntries(t *testing.T) map[string]bool {
 	}
 	names := map[string]bool{}
 	for _, e := range entries {
-		for _, prefix := range []string{"kubernetes-kube-apiserver", "insecure_test_key", "koord-controlplane-"} {
+		for _, prefix := range []string{"koord-controlplane-"} {
 			if strings.HasPrefix(e.Name(), prefix) {
 				names[e.Name()] = true
 			}

@@ -254,11 +254,9 @@ func runCase(b *testing.B, name string, cfg []byte, m *mix, sz size, opts ...kub
 	for b.Loop() {
 		// One iteration (-benchtime=1x); the loop is what testing wants.
 	}
-	// The control plane logs through klog (to a file, see TestMain), not
-	// through b: a benchmark's log is for results.
-	tb := controlplane.NewProcessTB("perf-" + name)
-	defer tb.Close()
-	cp, err := controlplane.Start(tb, controlplane.Options{})
+	// The control plane logs through klog (to a file, see TestMain): a
+	// benchmark's log is for results.
+	cp, err := controlplane.Start(controlplane.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
