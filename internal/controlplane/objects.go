@@ -13,6 +13,8 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	sloconfig "github.com/koord-project/koord/pkg/slo/config"
+	"github.com/koord-project/koord/pkg/slo/nodemetric"
 )
 
 // NodeSpec describes a simulated node: no kubelet runs it, so it is created
@@ -168,9 +170,24 @@ func (cp *ControlPlane) WaitForDecisions(ctx context.Context, schedulerName stri
 	return nil
 }
 
-// ReportNodeMetric writes a node's NodeMetric as koordlet would: the object
-// (created when missing) and its status with the node usage, the pods' usage
-// and the time of the report.
+// CreateNodeMetric creates node's NodeMetric as koord-manager does (the only
+// creator; koordlet writes the status), for tests that run koordlet without
+// koord-manager. One that exists already is left as it is.
+func (cp *ControlPlane) CreateNodeMetric(ctx context.Context, node string) error {
+	n, err := cp.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	_, err = cp.Koord.SloV1alpha1().NodeMetrics().Create(ctx, nodemetric.New(n, sloconfig.DefaultColocation()), metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// ReportNodeMetric writes a node's NodeMetric as koordlet would (and creates
+// the object when missing, as koord-manager would): its status with the node
+// usage, the pods' usage and the time of the report.
 func (cp *ControlPlane) ReportNodeMetric(ctx context.Context, node string, usage corev1.ResourceList, updated time.Time, pods ...*slov1alpha1.PodMetricInfo) error {
 	client := cp.Koord.SloV1alpha1().NodeMetrics()
 	nm, err := client.Get(ctx, node, metav1.GetOptions{})

@@ -24,9 +24,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/manifests"
+	"github.com/koord-project/koord/pkg/client/koordclient"
 )
 
 var (
@@ -247,6 +250,22 @@ func TestKoordletBinaryWithShippedRBAC(t *testing.T) {
 	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "bin-1", CPU: "16", Memory: "16Gi"}); err != nil {
 		t.Fatal(err)
 	}
+	// The shipped RBAC does not let koordlet create NodeMetrics: that is
+	// koord-manager's.
+	saConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asKoordlet, err := koordclient.New(saConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := asKoordlet.SloV1alpha1().NodeMetrics().Create(ctx, &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "bin-1"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("koordlet creating a NodeMetric: %v, want Forbidden", err)
+	}
+	if err := cp.CreateNodeMetric(ctx, "bin-1"); err != nil {
+		t.Fatal(err)
+	}
 	fixture, sysfs := newFixtureNode(t, [4]int{1, 2, 4, 2}, 8<<30)
 	fixture.simulateLoad(t, ctx, 3)
 
@@ -269,7 +288,7 @@ func TestKoordletBinaryWithShippedRBAC(t *testing.T) {
 	})
 
 	waitNUMAInfo(t, ctx, cp, "bin-1", nil)
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		nm, err := cp.Koord.SloV1alpha1().NodeMetrics().Get(ctx, "bin-1", metav1.GetOptions{})
 		return err == nil && nm.Status.NodeMetric != nil, nil
 	})

@@ -56,6 +56,9 @@ func koordletSteadyState(b *testing.B, allStrategies bool) (rssMiB, cpuPercent, 
 	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "steady", CPU: "128", Memory: "256Gi"}); err != nil {
 		b.Fatal(err)
 	}
+	if err := cp.CreateNodeMetric(ctx, "steady"); err != nil {
+		b.Fatal(err)
+	}
 	sysfs, fixture := fixtureFor(b)
 	for _, d := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
 		cgrouptest.WriteCgroup(b, fixture.cgroupRoot, allStrategies, d, "0-127")

@@ -199,6 +199,9 @@ func TestInterferenceGuardOnThisHost(t *testing.T) {
 	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: node, CPU: "2", Memory: "8Gi"}); err != nil {
 		t.Fatal(err)
 	}
+	if err := cp.CreateNodeMetric(ctx, node); err != nil {
+		t.Fatal(err)
+	}
 	pods := map[string]*corev1.Pod{}
 	for name, qos := range map[string]string{"ticker": "LS", "batch": "BE"} {
 		spec := controlplane.PodSpec{Name: name, Labels: map[string]string{"koordinator.sh/qosClass": qos}}

@@ -84,6 +84,10 @@ func runKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPlan
 	for _, m := range mutate {
 		m(&opts)
 	}
+	// koord-manager's part: koordlet only writes the NodeMetric's status.
+	if err := cp.CreateNodeMetric(ctx, node); err != nil {
+		t.Fatal(err)
+	}
 	a, err := agent.New(cp.Client, cp.Koord, opts, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -133,7 +134,7 @@ func New(client kubernetes.Interface, koord koordclientset.Interface, opts Optio
 		opts.CollectInterval = 5 * time.Second
 	}
 	if opts.MaxWindow <= 0 {
-		opts.MaxWindow = 30 * time.Minute
+		opts.MaxWindow = slices.Max(slov1alpha1.DefaultAggregateWindows())
 	}
 	if opts.Gates == nil {
 		opts.Gates = features.New()

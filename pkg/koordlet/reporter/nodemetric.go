@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
@@ -25,31 +24,14 @@ type Policy struct {
 	Windows   []time.Duration
 }
 
-// DefaultWindows are the aggregatedNodeUsages windows when the spec names none.
-var DefaultWindows = []time.Duration{5 * time.Minute, 10 * time.Minute, 30 * time.Minute}
-
-// PolicyOf reads a NodeMetric's spec (nil: all defaults: 300 s, 60 s, 5m/10m/30m).
+// PolicyOf reads a NodeMetric's spec; what it leaves out (all of it for a
+// nil NodeMetric) takes the API's defaults.
 func PolicyOf(nm *slov1alpha1.NodeMetric) Policy {
-	p := Policy{Aggregate: 300 * time.Second, Report: 60 * time.Second, Windows: DefaultWindows}
-	if nm == nil || nm.Spec.CollectPolicy == nil {
-		return p
+	var cp *slov1alpha1.NodeMetricCollectPolicy
+	if nm != nil {
+		cp = nm.Spec.CollectPolicy
 	}
-	cp := nm.Spec.CollectPolicy
-	if cp.AggregateDurationSeconds != nil && *cp.AggregateDurationSeconds > 0 {
-		p.Aggregate = time.Duration(*cp.AggregateDurationSeconds) * time.Second
-	}
-	if cp.ReportIntervalSeconds != nil && *cp.ReportIntervalSeconds > 0 {
-		p.Report = time.Duration(*cp.ReportIntervalSeconds) * time.Second
-	}
-	if cp.NodeAggregatePolicy != nil && len(cp.NodeAggregatePolicy.Durations) > 0 {
-		p.Windows = nil
-		for _, d := range cp.NodeAggregatePolicy.Durations {
-			if d.Duration > 0 {
-				p.Windows = append(p.Windows, d.Duration)
-			}
-		}
-	}
-	return p
+	return Policy{Aggregate: cp.AggregateDuration(), Report: cp.ReportInterval(), Windows: cp.AggregateWindows()}
 }
 
 func resourceMap(cores, bytes float64) slov1alpha1.ResourceMap {
@@ -108,19 +90,17 @@ func NodeMetricStatus(now time.Time, c *usage.Collector, pods []*corev1.Pod, p P
 	return st, true
 }
 
-// PublishNodeMetric writes status to the NodeMetric named after the node,
-// creating the object (owned by the Node) when no controller has. build is
-// given the object's policy, so that the spec a controller set is honoured.
-// It returns the policy, for the caller to time the next report, and
-// whether it wrote (not before there are samples to report).
+// PublishNodeMetric writes status to the NodeMetric named after the node.
+// koord-manager creates that object, with the policy koordlet follows
+// (build is given it); koordlet only writes the status, so until the object
+// exists there is nothing to write and the error says so. It returns the
+// policy, for the caller to time the next report, and whether it wrote (not
+// before there are samples to report).
 func PublishNodeMetric(ctx context.Context, client koordclientset.Interface, node *corev1.Node, build func(Policy) (*slov1alpha1.NodeMetricStatus, bool)) (Policy, bool, error) {
 	nms := client.SloV1alpha1().NodeMetrics()
 	nm, err := nms.Get(ctx, node.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		nm, err = nms.Create(ctx, &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{
-			Name:            node.Name,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, BlockOwnerDeletion: ptr.To(false)}},
-		}}, metav1.CreateOptions{})
+		return PolicyOf(nil), false, fmt.Errorf("nodemetric %s not found: koord-manager creates it (is koord-manager running?)", node.Name)
 	}
 	if err != nil {
 		return PolicyOf(nil), false, fmt.Errorf("nodemetric %s: %w", node.Name, err)

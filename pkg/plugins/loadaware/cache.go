@@ -13,9 +13,6 @@ import (
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
 
-// defaultReportInterval is koordlet's default when a NodeMetric names none.
-const defaultReportInterval = 60 * time.Second
-
 // podRecord is a pod assigned to a node, by a binding the scheduler saw or by
 // its own Reserve.
 type podRecord struct {
@@ -231,11 +228,7 @@ func (c *usageCache) refresh(n *nodeState) {
 	}
 
 	// A pod bound after this point may have started after koordlet sampled.
-	interval := defaultReportInterval
-	if p := m.Spec.CollectPolicy; p != nil && p.ReportIntervalSeconds != nil && *p.ReportIntervalSeconds > 0 {
-		interval = time.Duration(*p.ReportIntervalSeconds) * time.Second
-	}
-	horizon := m.Status.UpdateTime.Add(-interval)
+	horizon := m.Status.UpdateTime.Add(-m.Spec.CollectPolicy.ReportInterval())
 	extra := make(vector, len(c.resources))
 	for _, rec := range n.pods {
 		seen, inMetric := reported[types.NamespacedName{Namespace: rec.namespace, Name: rec.name}]

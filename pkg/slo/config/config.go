@@ -58,8 +58,8 @@ type Colocation struct {
 func DefaultColocation() Colocation {
 	return Colocation{
 		Enable:                         false,
-		MetricAggregateDurationSeconds: 300,
-		MetricReportIntervalSeconds:    60,
+		MetricAggregateDurationSeconds: slov1alpha1.DefaultAggregateDurationSeconds,
+		MetricReportIntervalSeconds:    slov1alpha1.DefaultReportIntervalSeconds,
 		CPUReclaimThresholdPercent:     60,
 		MemoryReclaimThresholdPercent:  65,
 		DegradeTimeMinutes:             15,

@@ -4,7 +4,6 @@ package nodemetric
 
 import (
 	"context"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -29,17 +28,28 @@ type Reconciler struct {
 	Config *config.Store
 }
 
-// Spec is the collection policy a colocation config asks of koordlet: the
-// windows are the ones LoadAwareScheduling reads (5, 10 and 30 minutes).
+// Spec is the collection policy a colocation config asks of koordlet, with
+// the API's default windows (the ones LoadAwareScheduling reads).
 func Spec(c config.Colocation) slov1alpha1.NodeMetricSpec {
 	agg, report := c.MetricAggregateDurationSeconds, c.MetricReportIntervalSeconds
+	var windows []metav1.Duration
+	for _, w := range slov1alpha1.DefaultAggregateWindows() {
+		windows = append(windows, metav1.Duration{Duration: w})
+	}
 	return slov1alpha1.NodeMetricSpec{CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{
 		AggregateDurationSeconds: &agg,
 		ReportIntervalSeconds:    &report,
-		NodeAggregatePolicy: &slov1alpha1.AggregatePolicy{Durations: []metav1.Duration{
-			{Duration: 5 * time.Minute}, {Duration: 10 * time.Minute}, {Duration: 30 * time.Minute},
-		}},
+		NodeAggregatePolicy:      &slov1alpha1.AggregatePolicy{Durations: windows},
 	}}
+}
+
+// New is the NodeMetric koord-manager creates for node: the only creator;
+// koordlet writes its status.
+func New(node *corev1.Node, c config.Colocation) *slov1alpha1.NodeMetric {
+	return &slov1alpha1.NodeMetric{
+		ObjectMeta: metav1.ObjectMeta{Name: node.Name, OwnerReferences: []metav1.OwnerReference{index.OwnedBy(node)}},
+		Spec:       Spec(c),
+	}
 }
 
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -47,16 +57,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	want := Spec(r.Config.Get(ctx).Colocation)
+	colocation := r.Config.Get(ctx).Colocation
+	want := Spec(colocation)
 	var nm slov1alpha1.NodeMetric
 	err := r.Client.Get(ctx, req.NamespacedName, &nm)
 	if apierrors.IsNotFound(err) {
-		nm = slov1alpha1.NodeMetric{
-			ObjectMeta: metav1.ObjectMeta{Name: node.Name, OwnerReferences: []metav1.OwnerReference{index.OwnedBy(&node)}},
-			Spec:       want,
-		}
-		// koordlet may create it first (it reports before the manager runs); the next event brings us back.
-		return reconcile.Result{}, client.IgnoreAlreadyExists(r.Client.Create(ctx, &nm))
+		// Another replica's create, just before a handover: the next event brings us back.
+		return reconcile.Result{}, client.IgnoreAlreadyExists(r.Client.Create(ctx, New(&node, colocation)))
 	}
 	if err != nil {
 		return reconcile.Result{}, err
