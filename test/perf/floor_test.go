@@ -3,6 +3,7 @@ package perf
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,14 +15,14 @@ import (
 	"github.com/koord-project/koord/apis/extension"
 )
 
-// The framework's price for Koord's plugins, apart from their work: with
-// KOORD_PERF_FLOOR set, BenchmarkPaired pairs stock's profile with stock's
-// plus three plugins that do no work, in place of Koord's. Each takes part
-// in a pod's cycle as the Koord plugin it stands for does for test/perf's
-// pods: at the same extension points, skipping the same ones. So a mix's
-// cycle ratio against this profile is the most Koord's profile could reach
-// if its plugins' own work cost nothing and they turned no node away.
-// Measuring only: the scheduler is never shipped with these.
+// The framework's price for Koord's plugins, apart from their work:
+// BenchmarkPaired's floor profile is stock's plus three plugins that do no
+// work. Each takes part in a pod's cycle as the Koord plugin it stands for
+// does for test/perf's pods: at the same extension points, skipping the same
+// ones. So Koord's cycle against the floor's is what its plugins' own work
+// (and the nodes they turn away) cost, with the framework's price for
+// having plugins at all taken out. Measuring only: the scheduler is never
+// shipped with these.
 var floorPlugins = []floorPlugin{
 	// LoadAwareScheduling filters and scores every pod (DaemonSet pods
 	// aside, which test/perf has none of).
@@ -48,22 +49,35 @@ func bindsCPUs(pod *corev1.Pod) bool {
 	return ok
 }
 
-// floorConfig is the paired configuration with the floor profile in place
-// of Koord's, under the same schedulerName.
-func floorConfig() ([]byte, error) {
-	raw, err := schedulerConfig(namedProfile{stockProfile, nil}, namedProfile{koordProfile, nil})
+// pairedConfig is the configuration of a paired run with the given
+// profiles, by schedulerName: stock kube-scheduler's profile, the floor
+// profile (stock's with the floor plugins) and the shipped Koord profile.
+func pairedConfig(profiles []string) ([]byte, error) {
+	var named []namedProfile
+	for _, p := range profiles {
+		var keep []string
+		if p == koordProfile {
+			keep = allPlugins
+		}
+		named = append(named, namedProfile{p, keep})
+	}
+	raw, err := schedulerConfig(named...)
 	if err != nil {
 		return nil, err
+	}
+	if !slices.Contains(profiles, floorProfile) {
+		return raw, nil
 	}
 	var cfg map[string]any
 	if err := yaml.Unmarshal(raw, &cfg); err != nil {
 		return nil, err
 	}
-	profiles, _ := cfg["profiles"].([]any)
-	if len(profiles) != 2 {
-		return nil, fmt.Errorf("paired configuration has %d profiles, want 2", len(profiles))
+	loaded, _ := cfg["profiles"].([]any)
+	i := slices.IndexFunc(loaded, func(p any) bool { return p.(map[string]any)["schedulerName"] == floorProfile })
+	if i < 0 {
+		return nil, fmt.Errorf("paired configuration has no %s profile", floorProfile)
 	}
-	p := profiles[1].(map[string]any)
+	p := loaded[i].(map[string]any)
 	plugins, _ := p["plugins"].(map[string]any)
 	if plugins == nil {
 		plugins = map[string]any{}

@@ -2,6 +2,7 @@ package perf
 
 import (
 	"context"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ import (
 )
 
 // enabledByProfile loads cfg as koord-scheduler loads its own and names
-// the plugins each of its two profiles enables, by schedulerName.
+// the plugins each of its profiles enables, by schedulerName.
 func enabledByProfile(t *testing.T, cfg []byte) map[string][]string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
@@ -34,9 +35,6 @@ func enabledByProfile(t *testing.T, cfg []byte) map[string][]string {
 	loaded, err := options.LoadConfigFromFile(klog.Background(), path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if len(loaded.Profiles) != 2 {
-		t.Fatalf("%d profiles, want 2", len(loaded.Profiles))
 	}
 	out := map[string][]string{}
 	for _, p := range loaded.Profiles {
@@ -51,37 +49,40 @@ func enabledByProfile(t *testing.T, cfg []byte) map[string][]string {
 }
 
 // A paired run's configuration loads as koord-scheduler loads its own, and
-// holds stock kube-scheduler's profile, without any Koord plugin, beside the
-// shipped Koord profile with all of them.
+// holds stock kube-scheduler's profile, without any Koord plugin, the floor
+// profile with the floor plugins and no Koord plugin, and the shipped Koord
+// profile with all of them and no floor plugin.
 func TestPairedConfig(t *testing.T) {
-	cfg, err := schedulerConfig(namedProfile{stockProfile, nil}, namedProfile{koordProfile, allPlugins})
+	cfg, err := pairedConfig(pairedProfiles)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, enabled := range enabledByProfile(t, cfg) {
+	byProfile := enabledByProfile(t, cfg)
+	if len(byProfile) != len(pairedProfiles) {
+		t.Fatalf("profiles %v, want %v", slices.Collect(maps.Keys(byProfile)), pairedProfiles)
+	}
+	for name, enabled := range byProfile {
+		if !slices.Contains(pairedProfiles, name) {
+			t.Errorf("unexpected profile %q", name)
+		}
 		for _, koord := range allPlugins {
-			has := slices.Contains(enabled, koord)
-			switch name {
-			case stockProfile:
-				if has {
-					t.Errorf("stock profile enables %s", koord)
-				}
-			case koordProfile:
-				if !has {
-					t.Errorf("Koord profile lacks %s", koord)
-				}
-			default:
-				t.Errorf("unexpected profile %q", name)
+			if has := slices.Contains(enabled, koord); has != (name == koordProfile) {
+				t.Errorf("profile %s: %s enabled %v", name, koord, has)
+			}
+		}
+		for _, f := range floorPlugins {
+			if has := slices.Contains(enabled, f.name); has != (name == floorProfile) {
+				t.Errorf("profile %s: %s enabled %v", name, f.name, has)
 			}
 		}
 	}
 }
 
-// Blocks of ten alternate between the profiles, and each block keeps the
+// Blocks of ten take turns between the profiles, and each block keeps the
 // mix's kinds of pod.
-func TestAlternating(t *testing.T) {
-	m := realistic.alternating()
-	for i, want := range map[int]string{0: stockProfile, 9: stockProfile, 10: koordProfile, 19: koordProfile, 20: stockProfile, 8010: koordProfile} {
+func TestRotating(t *testing.T) {
+	m := realistic.rotating(pairedProfiles)
+	for i, want := range map[int]string{0: stockProfile, 9: stockProfile, 10: floorProfile, 19: floorProfile, 20: koordProfile, 30: stockProfile, 8010: stockProfile, 8020: floorProfile} {
 		p := m.pod("ns", i)
 		if p.Spec.SchedulerName != want {
 			t.Errorf("pod %d: schedulerName %q, want %q", i, p.Spec.SchedulerName, want)
@@ -92,7 +93,7 @@ func TestAlternating(t *testing.T) {
 		}
 	}
 	if realistic.pod("ns", 0).Spec.SchedulerName != koordProfile {
-		t.Error("alternating changed the mix it was made from")
+		t.Error("rotating changed the mix it was made from")
 	}
 }
 
@@ -129,28 +130,9 @@ func TestFilterOwnMs(t *testing.T) {
 	}
 }
 
-// The floor configuration loads as koord-scheduler loads its own, with
-// stock's profile as in a paired run and, under Koord's schedulerName,
-// stock's with the three floor plugins and no Koord plugin.
-func TestFloorConfig(t *testing.T) {
-	cfg, err := floorConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, enabled := range enabledByProfile(t, cfg) {
-		for _, koord := range allPlugins {
-			if slices.Contains(enabled, koord) {
-				t.Errorf("profile %s enables %s", name, koord)
-			}
-		}
-		for _, f := range floorPlugins {
-			if has := slices.Contains(enabled, f.name); has != (name == koordProfile) {
-				t.Errorf("profile %s: %s enabled %v", name, f.name, has)
-			}
-		}
-	}
-	// Each floor plugin runs Filter and Score for the pods of each mix as the
-	// Koord plugin it stands for does.
+// Each floor plugin runs Filter and Score for the pods of each mix as the
+// Koord plugin it stands for does.
+func TestFloorPlugins(t *testing.T) {
 	plain, owner, binding := realistic.pod("ns", 3), realistic.pod("ns", 10), realistic.pod("ns", 1)
 	for _, tc := range []struct {
 		plugin                string

@@ -22,17 +22,17 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	}
 	req := st.req
 	node := nodeInfo.Node()
-	b, binds, err := req.on(node)
+	view, viewErr := p.state.View(node.Name)
+	b, binds, err := req.with(view.policiesFor(node))
 	if err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	if !binds {
 		return nil
 	}
-	view, err := p.state.View(node.Name)
-	if err != nil {
+	if viewErr != nil {
 		p.turnAway(st, pod)
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, viewErr.Error())
 	}
 	view, _ = p.forPod(st, cs, node, view)
 	var buf [4]NUMACapacity

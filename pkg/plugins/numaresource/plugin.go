@@ -100,8 +100,32 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, ext *frameworkex
 	if err != nil {
 		return nil, err
 	}
-	p.synced = append(p.synced, topologySynced, reg.HasSynced)
+	nodeReg, err := h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    p.onNode,
+		UpdateFunc: func(_, obj any) { p.onNode(obj) },
+		DeleteFunc: p.onNodeDelete,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.synced = append(p.synced, topologySynced, reg.HasSynced, nodeReg.HasSynced)
 	return p, nil
+}
+
+// onNode records the node's policy labels for its view.
+func (p *Plugin) onNode(obj any) {
+	if node, ok := obj.(*corev1.Node); ok {
+		p.state.SetNodePolicies(node.Name, policiesOf(node.Labels))
+	}
+}
+
+func (p *Plugin) onNodeDelete(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if node, ok := obj.(*corev1.Node); ok {
+		p.state.RemoveNodePolicies(node.Name)
+	}
 }
 
 // newPlugin is the plugin before it watches anything (tests start here).

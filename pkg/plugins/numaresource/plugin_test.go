@@ -72,6 +72,7 @@ func newFixture(t testing.TB, args *config.NodeNUMAResourceArgs, nodes ...*corev
 	f.p.ready.Store(true)
 	for _, n := range nodes {
 		f.nodes[n.Name] = n
+		f.p.onNode(n) // as the Node informer delivers it
 	}
 	return f
 }
@@ -614,5 +615,48 @@ func TestScoreAfterFilter(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A node's policy labels reach Filter through the Node's events: relabelled,
+// the node binds by its new labels; a malformed label turns binding pods away
+// naming it; before any event the Node object's own labels are read.
+func TestPoliciesFollowNodeEvents(t *testing.T) {
+	f := newFixture(t, defaultArgs(t, nil), node("n1", nil))
+	f.publish("n1", topologytest.Linux(1, 1, 4, 2, 8*gi))
+	pod := lsr("p", "2", "", map[string]string{extension.AnnotationResourceSpec: `{"requiredCPUBindPolicy":"SpreadByPCPUs"}`})
+	filter := func() *fwk.Status {
+		t.Helper()
+		_, st, filtered := f.cycle(pod)
+		if st != nil {
+			t.Fatal(st.AsError())
+		}
+		return filtered["n1"]
+	}
+	if st := filter(); !st.IsSuccess() {
+		t.Fatalf("unlabelled node: %v", st.AsError())
+	}
+	relabel := func(labels map[string]string) {
+		n := node("n1", labels)
+		f.nodes["n1"] = n
+		f.p.onNode(n)
+	}
+	relabel(map[string]string{extension.LabelNodeCPUBindPolicy: string(extension.NodeCPUBindPolicyFullPCPUsOnly)})
+	if st := filter(); st.IsSuccess() || !strings.Contains(st.Message(), "requires SpreadByPCPUs") {
+		t.Errorf("node relabelled FullPCPUsOnly: %v", st)
+	}
+	relabel(map[string]string{extension.LabelNodeNUMATopologyPolicy: "Sometimes"})
+	if st := filter(); st.IsSuccess() || !strings.Contains(st.Message(), extension.LabelNodeNUMATopologyPolicy) {
+		t.Errorf("malformed label: %v", st)
+	}
+	relabel(nil)
+	if st := filter(); !st.IsSuccess() {
+		t.Errorf("labels removed: %v", st.AsError())
+	}
+	// A node no event has told of yet: its object's labels count.
+	f.p.onNodeDelete(node("n1", nil))
+	f.nodes["n1"] = node("n1", map[string]string{extension.LabelNodeCPUBindPolicy: string(extension.NodeCPUBindPolicyFullPCPUsOnly)})
+	if st := filter(); st.IsSuccess() {
+		t.Error("a node without events: its FullPCPUsOnly label was not read")
 	}
 }

@@ -96,19 +96,47 @@ type binding struct {
 	numaPolicy extension.NUMATopologyPolicy
 }
 
-// on decides how the pod binds on a node: ok is false when it does not bind
-// there. The error says why it cannot be placed on the node at all (a policy
-// conflict or a malformed node label). Values, not pointers: this runs for
-// every node in Filter and Score.
+// nodePolicies are a node's numa-topology-policy and cpu-bind-policy
+// labels, parsed; err names a malformed one.
+type nodePolicies struct {
+	numa extension.NUMATopologyPolicy
+	bind extension.NodeCPUBindPolicy
+	err  error
+}
+
+func policiesOf(labels map[string]string) nodePolicies {
+	numa, err := extension.GetNodeNUMATopologyPolicy(labels)
+	if err != nil {
+		return nodePolicies{err: err}
+	}
+	bind, err := extension.GetNodeCPUBindPolicy(labels)
+	if err != nil {
+		return nodePolicies{err: err}
+	}
+	return nodePolicies{numa: numa, bind: bind}
+}
+
+func (a nodePolicies) equal(b nodePolicies) bool {
+	if (a.err == nil) != (b.err == nil) || (a.err != nil && a.err.Error() != b.err.Error()) {
+		return false
+	}
+	return a.numa == b.numa && a.bind == b.bind
+}
+
+// on decides how the pod binds on a node, by its labels.
 func (r *podRequest) on(node *corev1.Node) (b binding, ok bool, err error) {
-	nodeNUMA, err := extension.GetNodeNUMATopologyPolicy(node.Labels)
-	if err != nil {
-		return b, false, err
+	return r.with(policiesOf(node.Labels))
+}
+
+// with decides how the pod binds on a node with the given policies: ok is
+// false when it does not bind there. The error says why it cannot be
+// placed on the node at all (a policy conflict or a malformed node label).
+// Values, not pointers: this runs for every node in Filter and Score.
+func (r *podRequest) with(pol nodePolicies) (b binding, ok bool, err error) {
+	if pol.err != nil {
+		return b, false, pol.err
 	}
-	nodeBind, err := extension.GetNodeCPUBindPolicy(node.Labels)
-	if err != nil {
-		return b, false, err
-	}
+	nodeNUMA, nodeBind := pol.numa, pol.bind
 	numa := r.numaPolicy
 	if numa != extension.NUMATopologyPolicyNone && nodeNUMA != extension.NUMATopologyPolicyNone && numa != nodeNUMA {
 		return b, false, fmt.Errorf("the pod's NUMA policy %s (annotation %s) conflicts with the node's %s (label %s)",

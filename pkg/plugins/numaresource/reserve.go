@@ -33,16 +33,16 @@ func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	b, binds, err := req.on(nodeInfo.Node())
+	view, viewErr := p.state.View(nodeName)
+	b, binds, err := req.with(view.policiesFor(nodeInfo.Node()))
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
 	if !binds {
 		return nil
 	}
-	view, err := p.state.View(nodeName)
-	if err != nil {
-		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	if viewErr != nil {
+		return fwk.NewStatus(fwk.Unschedulable, viewErr.Error())
 	}
 	view, own := p.forPod(st, cs, nodeInfo.Node(), view)
 	var cpus cpuset.CPUSet

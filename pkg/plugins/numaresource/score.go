@@ -67,12 +67,12 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 	}
 	node := nodeInfo.Node()
 	req := st.req
-	b, binds, err := req.on(node)
-	if err != nil || !binds {
-		return 0, nil
-	}
 	view, err := p.state.View(node.Name)
 	if err != nil {
+		return 0, nil
+	}
+	b, binds, err := req.with(view.policiesFor(node))
+	if err != nil || !binds {
 		return 0, nil
 	}
 	view, _ = p.forPod(st, cs, node, view)

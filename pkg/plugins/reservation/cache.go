@@ -43,9 +43,12 @@ type Cache struct {
 	gone  map[types.UID]time.Time
 	// summaries is each node's reservations as Filter and Score read them
 	// (node name → *nodeSummary), rebuilt whenever one of them changes:
-	// reads happen for every pod on every node from many goroutines without
-	// the lock, changes when a reservation or one of its owners does.
-	summaries sync.Map
+	// reads happen for every pod on every node from many goroutines, changes
+	// when a reservation or one of its owners does. Under a lock of its own,
+	// held only to read or replace an entry; a plain map, not a sync.Map,
+	// for the cache misses a lookup costs (see loadaware's usageCache).
+	sumMu     sync.RWMutex
+	summaries map[string]*nodeSummary
 	// ownerKeys indexes the cached reservations by owner key
 	// (reservationutil.Owners.Keys), and keyless holds those with an owner entry
 	// without one: a pod offering none of the keys owns no reservation, and
@@ -88,7 +91,7 @@ type entry struct {
 // NewCache returns an empty cache.
 func NewCache() *Cache {
 	c := &Cache{byUID: map[types.UID]*entry{}, byNode: map[string]map[types.UID]*entry{}, podRes: map[types.UID]types.UID{}, waiting: map[types.UID]*corev1.Pod{},
-		phase: map[types.UID]int{}, gone: map[types.UID]time.Time{}, ownerKeys: map[string]map[*entry]struct{}{}, keyless: map[*entry]struct{}{}}
+		phase: map[types.UID]int{}, summaries: map[string]*nodeSummary{}, gone: map[types.UID]time.Time{}, ownerKeys: map[string]map[*entry]struct{}{}, keyless: map[*entry]struct{}{}}
 	c.most.Store(&mostHeld{})
 	return c
 }

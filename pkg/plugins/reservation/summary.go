@@ -57,7 +57,7 @@ func (c *Cache) summarizeLocked(node string) {
 	entries := c.byNode[node]
 	if len(entries) == 0 {
 		if old := c.summary(node); old != nil {
-			c.summaries.Delete(node)
+			c.setSummary(node, nil)
 			c.noteSummaryLocked(old, nil)
 		}
 		return
@@ -77,7 +77,7 @@ func (c *Cache) summarizeLocked(node string) {
 		sum.pinned = sum.pinned || views[i].hold.Pinned()
 	}
 	old := c.summary(node)
-	c.summaries.Store(node, sum)
+	c.setSummary(node, sum)
 	c.noteSummaryLocked(old, sum)
 }
 
@@ -161,10 +161,9 @@ type View struct {
 
 // summary is node's summary, nil when it holds no reservation.
 func (c *Cache) summary(node string) *nodeSummary {
-	if v, ok := c.summaries.Load(node); ok {
-		return v.(*nodeSummary)
-	}
-	return nil
+	c.sumMu.RLock()
+	defer c.sumMu.RUnlock()
+	return c.summaries[node]
 }
 
 // OnNode lists the node's reservations, by name. The slice is shared: read it, do not change it.
@@ -173,4 +172,15 @@ func (c *Cache) OnNode(node string) []View {
 		return n.views
 	}
 	return nil
+}
+
+// setSummary publishes node's summary (nil: it holds no reservation).
+func (c *Cache) setSummary(node string, sum *nodeSummary) {
+	c.sumMu.Lock()
+	defer c.sumMu.Unlock()
+	if sum == nil {
+		delete(c.summaries, node)
+	} else {
+		c.summaries[node] = sum
+	}
 }
