@@ -109,15 +109,18 @@ verify:
 
 BENCH := $(CURDIR)/_output/bench
 BENCH_COUNT ?= 3
+# BENCH_BASE is the commit make bench compares the paired cycle ratios with (hack/bench-compare.sh).
+BENCH_BASE ?= d984624
 
-## bench: the plugins' micro-benchmarks and the whole-scheduler comparison with stock kube-scheduler (test/perf), $(BENCH_COUNT) repetitions, into _output/bench, then docs/benchmarks.md and docs/bench (not part of make test: about 13 minutes a repetition, micro-benchmarks and the paired runs included)
+## bench: the plugins' micro-benchmarks, the whole-scheduler comparison with stock kube-scheduler (test/perf: separate cases, paired profiles, cluster sizes) and the paired runs of BENCH_BASE against this tree, $(BENCH_COUNT) repetitions, into _output/bench, then docs/benchmarks.md and docs/bench (not part of make test: see docs/benchmarks.md for how long)
 bench:
 	mkdir -p $(BENCH)
 	$(GO) test -p 1 -run XXX -bench . -count $(BENCH_COUNT) ./pkg/plugins/... ./apis/extension | tee $(BENCH)/micro.txt
 	$(GO) test -c -o $(BENCH)/perf.test ./test/perf
 	rm -f $(BENCH)/perf.md
 	cd test/perf && KOORD_PERF_REPORT=$(BENCH)/perf.md KOORD_PERF_REPETITIONS=$(BENCH_COUNT) $(BENCH)/perf.test -test.run XXX \
-		-test.bench 'BenchmarkScheduler|BenchmarkPaired' -test.benchtime 1x -test.timeout 4h | tee $(BENCH)/perf.txt
+		-test.bench 'BenchmarkScheduler|BenchmarkPaired|BenchmarkScale' -test.benchtime 1x -test.timeout 4h | tee $(BENCH)/perf.txt
+	hack/bench-compare.sh $(BENCH_BASE) $(BENCH_COUNT) $(BENCH)
 	$(MAKE) bench-doc
 
 BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
@@ -127,10 +130,11 @@ bench-doc:
 	$(GO) run $(BENCHSTAT) $(BENCH)/micro.txt > $(BENCH)/micro.benchstat.txt
 	$(GO) run $(BENCHSTAT) -ignore /rep $(BENCH)/perf.txt > $(BENCH)/perf.benchstat.txt
 	mkdir -p docs/bench
-	cp -p $(BENCH)/micro.txt $(BENCH)/perf.txt $(BENCH)/perf.md $(BENCH)/micro.benchstat.txt $(BENCH)/perf.benchstat.txt docs/bench/
+	cp -p $(BENCH)/micro.txt $(BENCH)/perf.txt $(BENCH)/perf.md $(BENCH)/micro.benchstat.txt $(BENCH)/perf.benchstat.txt $(BENCH)/compare.txt docs/bench/
 	$(GO) run ./hack/benchdoc -doc docs/benchmarks.md -perf docs/bench/perf.txt -micro docs/bench/micro.txt \
 		-perf-benchstat docs/bench/perf.benchstat.txt -micro-benchstat docs/bench/micro.benchstat.txt -repetitions docs/bench/perf.md \
-		-command "make bench BENCH_COUNT=$(BENCH_COUNT)"
+		-compare docs/bench/compare.txt \
+		-command "make bench BENCH_COUNT=$(BENCH_COUNT) BENCH_BASE=$(BENCH_BASE)"
 
 ## demo: start a control plane and koord-scheduler, schedule a sample workload, print the placements
 demo: build

@@ -1,9 +1,12 @@
 // Command benchdoc writes the measured part of docs/benchmarks.md from one
 // `make bench` run: the machine, the date and the command; the whole-scheduler
-// cases with their ratios to stock kube-scheduler and the issue's targets;
-// each Koord plugin's Filter and Score against NodeResourcesFit; and the
-// benchstat summaries and per-repetition tables. It replaces what lies between
-// the begin and end markers and leaves the rest of the file (the analysis) alone.
+// cases with their ratios to stock kube-scheduler; the paired runs (stock,
+// floor and Koord profiles in one scheduler) with the floor targets; the
+// comparison with a base commit; the cluster-size cases; and each Koord
+// plugin's Filter and Score against NodeResourcesFit. The raw outputs, with
+// benchstat's summaries and the per-repetition tables, stay in docs/bench.
+// It replaces what lies between the begin and end markers and leaves the
+// rest of the file alone.
 package main
 
 import (
@@ -32,19 +35,20 @@ func main() {
 		perfStat    = flag.String("perf-benchstat", "", "benchstat of -perf")
 		microStat   = flag.String("micro-benchstat", "", "benchstat of -micro")
 		repetitions = flag.String("repetitions", "", "test/perf's per-repetition tables (KOORD_PERF_REPORT)")
+		compare     = flag.String("compare", "", "hack/bench-compare.sh's output")
 		command     = flag.String("command", "make bench", "the command that produced the inputs")
 		rawDir      = flag.String("raw", "docs/bench", "where the raw outputs are kept, for the text")
 		date        = flag.String("date", "", "when the measurement ended (default: when -perf was last written)")
 		printOnly   = flag.Bool("print", false, "print the section instead of writing -doc")
 	)
 	flag.Parse()
-	if err := run(*doc, *perf, *micro, *perfStat, *microStat, *repetitions, *command, *rawDir, *date, *printOnly); err != nil {
+	if err := run(*doc, *perf, *micro, *perfStat, *microStat, *repetitions, *compare, *command, *rawDir, *date, *printOnly); err != nil {
 		fmt.Fprintln(os.Stderr, "benchdoc:", err)
 		os.Exit(1)
 	}
 }
 
-func run(docPath, perfPath, microPath, perfStatPath, microStatPath, repsPath, command, rawDir, date string, print bool) error {
+func run(docPath, perfPath, microPath, perfStatPath, microStatPath, repsPath, comparePath, command, rawDir, date string, print bool) error {
 	perf, err := parseBench(perfPath)
 	if err != nil {
 		return err
@@ -68,26 +72,26 @@ func run(docPath, perfPath, microPath, perfStatPath, microStatPath, repsPath, co
 	if err := paired(&b, perf); err != nil {
 		return err
 	}
-	pluginTable(&b, micro)
-	for _, s := range []struct{ title, path string }{
-		{"benchstat of the whole-scheduler runs", perfStatPath},
-		{"benchstat of the micro-benchmarks", microStatPath},
-	} {
-		if s.path == "" {
-			continue
-		}
-		text, err := os.ReadFile(s.path)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "<details><summary>%s</summary>\n\n```\n%s```\n\n</details>\n\n", s.title, text)
+	cmp, err := parseBench(comparePath)
+	if err != nil {
+		return err
 	}
-	if repsPath != "" {
-		text, err := os.ReadFile(repsPath)
-		if err != nil {
-			return err
+	if err := compared(&b, cmp); err != nil {
+		return err
+	}
+	if err := scale(&b, perf); err != nil {
+		return err
+	}
+	pluginTable(&b, micro)
+	var raw []string
+	for _, p := range []string{perfPath, microPath, perfStatPath, microStatPath, repsPath, comparePath} {
+		if p != "" {
+			name := p[strings.LastIndex(p, "/")+1:]
+			raw = append(raw, fmt.Sprintf("[%s](%s/%s)", name, strings.TrimPrefix(rawDir, "docs/"), name))
 		}
-		fmt.Fprintf(&b, "<details><summary>each repetition: ratios within the repetition, p99 per extension point and per plugin</summary>\n%s\n</details>\n\n", text)
+	}
+	if len(raw) > 0 {
+		fmt.Fprintf(&b, "Raw output, benchstat summaries and each repetition's tables (p99 per extension point and plugin): %s.\n\n", strings.Join(raw, ", "))
 	}
 	b.WriteString(end + "\n")
 	if print {
@@ -118,7 +122,9 @@ func splice(doc, section string) string {
 // its metrics by unit.
 type result struct {
 	pkg, name string
-	metrics   map[string]float64
+	// commit is the last "commit: " line before the result (bench-compare).
+	commit  string
+	metrics map[string]float64
 }
 
 func parseBench(path string) ([]result, error) {
@@ -131,13 +137,17 @@ func parseBench(path string) ([]result, error) {
 	}
 	defer f.Close()
 	var out []result
-	pkg := ""
+	pkg, commit := "", ""
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
 			pkg = p
+			continue
+		}
+		if c, ok := strings.CutPrefix(line, "commit: "); ok {
+			commit = strings.TrimSpace(c)
 			continue
 		}
 		fields := strings.Fields(line)
@@ -153,7 +163,7 @@ func parseBench(path string) ([]result, error) {
 				name = name[:k]
 			}
 		}
-		r := result{pkg: pkg, name: name, metrics: map[string]float64{}}
+		r := result{pkg: pkg, name: name, commit: commit, metrics: map[string]float64{}}
 		for k := 2; k+1 < len(fields); k += 2 {
 			v, err := strconv.ParseFloat(fields[k], 64)
 			if err != nil {
@@ -309,16 +319,15 @@ func wholeScheduler(b *strings.Builder, perf []result) error {
 	return nil
 }
 
-// paired summarises BenchmarkPaired (BenchmarkPaired/rep=<n>/<mix>): both
-// profiles in one scheduler, so each ratio comes from one run of one
-// machine speed.
-func paired(b *strings.Builder, perf []result) error {
+// pairedByMix groups BenchmarkPaired/rep=<n>/<mix> results by mix, in the
+// order the mixes first appear.
+func pairedByMix(rs []result) (map[string][]result, []string, error) {
 	byMix := map[string][]result{}
 	var mixes []string
-	for _, r := range perf {
+	for _, r := range rs {
 		_, m, ok, err := repetition(r.name, "BenchmarkPaired")
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if !ok {
 			continue
@@ -328,32 +337,134 @@ func paired(b *strings.Builder, perf []result) error {
 		}
 		byMix[m] = append(byMix[m], r)
 	}
-	if len(mixes) == 0 {
-		return nil
-	}
-	values := func(rs []result, metric string) []float64 {
-		var out []float64
-		for _, r := range rs {
-			if v, ok := r.metrics[metric]; ok {
-				out = append(out, v)
-			}
+	return byMix, mixes, nil
+}
+
+func metricValues(rs []result, metric string) []float64 {
+	var out []float64
+	for _, r := range rs {
+		if v, ok := r.metrics[metric]; ok {
+			out = append(out, v)
 		}
-		return out
 	}
-	b.WriteString("### Both profiles in one scheduler\n\n")
-	fmt.Fprintf(b, "`BenchmarkPaired`, %d repetitions: blocks of ten pods alternate between stock kube-scheduler's profile and the Koord profile in one scheduler, so the machine's drift touches both alike. Time per scheduled pod in the scheduling cycle's extension points (mean, ms); Koord's extra is its cycle less stock's, per repetition; the ratio is stock's cycle over Koord's. This is the cycle only, not throughput (see test/perf/README.md). Median (min–max).\n\n", len(byMix[mixes[0]]))
-	b.WriteString("| mix | stock cycle ms | Koord cycle ms | Koord's extra ms | cycle ratio | nodes filtered a pod, stock | Koord |\n|---|---|---|---|---|---|---|\n")
+	return out
+}
+
+// floorTargets are test/perf's: Koord's cycle rate as a fraction of the
+// floor profile's in the same run.
+var floorTargets = map[string]float64{"realistic": 0.92, "plain": 0.95, "binding": 0.85}
+
+// paired summarises BenchmarkPaired: stock, floor and Koord profiles in one
+// scheduler, so each ratio comes from one run of one machine speed.
+func paired(b *strings.Builder, perf []result) error {
+	byMix, mixes, err := pairedByMix(perf)
+	if err != nil || len(mixes) == 0 {
+		return err
+	}
+	b.WriteString("### Three profiles in one scheduler\n\n")
+	fmt.Fprintf(b, "`BenchmarkPaired`, %d repetitions: blocks of ten pods take turns between stock kube-scheduler's profile, the floor profile (stock's plus three plugins that do no work, standing for Koord's) and the Koord profile, in one scheduler. Time per scheduled pod in the scheduling cycle's extension points (mean, ms), median (min–max); ratios are the other profile's cycle over Koord's, per repetition. The floor ratio is what the Koord plugins' own work costs, the framework's price for having three more plugins taken out.\n\n", len(byMix[mixes[0]]))
+	b.WriteString("| mix | stock | floor | Koord | stock / Koord | floor / Koord | target | Koord's own PreFilter+Filter ms | nodes filtered a pod, stock | Koord |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, m := range mixes {
 		rs := byMix[m]
-		var extra []float64
-		for _, r := range rs {
-			if k, ok := r.metrics["koord-cycle-ms"]; ok {
-				extra = append(extra, k-r.metrics["stock-cycle-ms"])
+		ratio := metricValues(rs, "floor-ratio")
+		verdict := "—"
+		if t, ok := floorTargets[m]; ok && len(ratio) > 0 {
+			verdict = fmt.Sprintf("%.2f, met", t)
+			if median(ratio) < t {
+				verdict = fmt.Sprintf("%.2f, **missed**", t)
 			}
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", m, spreadOf(values(rs, "stock-cycle-ms"), "%.2f"), spreadOf(values(rs, "koord-cycle-ms"), "%.2f"),
-			spreadOf(extra, "%.2f"), spreadOf(values(rs, "cycle-ratio"), "%.2f"),
-			spreadOf(values(rs, "stock-filtered-nodes/pod"), "%.0f"), spreadOf(values(rs, "koord-filtered-nodes/pod"), "%.0f"))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", m,
+			spreadOf(metricValues(rs, "stock-cycle-ms"), "%.2f"), spreadOf(metricValues(rs, "floor-cycle-ms"), "%.2f"), spreadOf(metricValues(rs, "koord-cycle-ms"), "%.2f"),
+			spreadOf(metricValues(rs, "cycle-ratio"), "%.2f"), spreadOf(ratio, "%.2f"), verdict,
+			spreadOf(metricValues(rs, "koord-filter-own-ms"), "%.3f"),
+			spreadOf(metricValues(rs, "stock-filtered-nodes/pod"), "%.0f"), spreadOf(metricValues(rs, "koord-filtered-nodes/pod"), "%.0f"))
+	}
+	b.WriteString("\n")
+	return nil
+}
+
+// compared summarises hack/bench-compare.sh: the paired cycle ratio (stock
+// and Koord profiles only) of a base commit and of the head, their runs
+// interleaved.
+func compared(b *strings.Builder, cmp []result) error {
+	var base, head []result
+	for _, r := range cmp {
+		switch r.commit {
+		case "base":
+			base = append(base, r)
+		case "head":
+			head = append(head, r)
+		}
+	}
+	if len(base) == 0 || len(head) == 0 {
+		return nil
+	}
+	bm, mixes, err := pairedByMix(base)
+	if err != nil {
+		return err
+	}
+	hm, _, err := pairedByMix(head)
+	if err != nil {
+		return err
+	}
+	b.WriteString("### Against the base commit\n\n")
+	fmt.Fprintf(b, "`hack/bench-compare.sh`: `BenchmarkPaired` with the stock and Koord profiles only, as the base commit's harness runs it, for the base and for this head, %d runs each, interleaved. Target: no mix loses more than 0.03 of its cycle ratio.\n\n", len(bm[mixes[0]]))
+	b.WriteString("| mix | base stock / Koord | head stock / Koord | change | base Koord cycle ms | head | base Koord's own PreFilter+Filter ms | head |\n|---|---|---|---|---|---|---|---|\n")
+	for _, m := range mixes {
+		br, hr := metricValues(bm[m], "cycle-ratio"), metricValues(hm[m], "cycle-ratio")
+		d := median(hr) - median(br)
+		verdict := "met"
+		if d < -0.03 {
+			verdict = "**missed**"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %+.2f, %s | %s | %s | %s | %s |\n", m, spreadOf(br, "%.2f"), spreadOf(hr, "%.2f"), d, verdict,
+			spreadOf(metricValues(bm[m], "koord-cycle-ms"), "%.2f"), spreadOf(metricValues(hm[m], "koord-cycle-ms"), "%.2f"),
+			spreadOf(metricValues(bm[m], "koord-filter-own-ms"), "%.3f"), spreadOf(metricValues(hm[m], "koord-filter-own-ms"), "%.3f"))
+	}
+	b.WriteString("\n")
+	return nil
+}
+
+// scale summarises BenchmarkScale/rep=<n>/<nodes>/<stock|all>.
+func scale(b *strings.Builder, perf []result) error {
+	type key struct{ nodes, profile string }
+	by := map[key][]result{}
+	var keys []key
+	for _, r := range perf {
+		_, c, ok, err := repetition(r.name, "BenchmarkScale")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		nodes, profile, found := strings.Cut(c, "/")
+		if !found {
+			return fmt.Errorf("benchmark %q: no profile after the node count", r.name)
+		}
+		k := key{nodes, profile}
+		if by[k] == nil {
+			keys = append(keys, k)
+		}
+		by[k] = append(by[k], r)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	b.WriteString("### Cluster size\n\n")
+	fmt.Fprintf(b, "`BenchmarkScale`, %d repetitions: the realistic mix through stock kube-scheduler's profile and the Koord profile on clusters of each size, fewer pods than above. Heap is the whole process's (API server, etcd, scheduler) after a collection; Koord's heap a node is its case's less stock's. Cycle time per node is the scheduling cycle's time a pod over the nodes Filter ran on. Median (min–max).\n\n", len(by[keys[0]]))
+	b.WriteString("| nodes | profile | pods/s | heap MB | heap KB a node | Koord's heap KB a node | cycle ms a pod | nodes filtered a pod | cycle µs a node |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, k := range keys {
+		rs := by[k]
+		profile := "stock"
+		if k.profile == "all" {
+			profile = "Koord"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", k.nodes, profile,
+			spreadOf(metricValues(rs, "pods/s"), "%.0f"), spreadOf(metricValues(rs, "heap-MB"), "%.0f"), spreadOf(metricValues(rs, "heap-KB/node"), "%.0f"),
+			spreadOf(metricValues(rs, "koord-heap-KB/node"), "%.1f"), spreadOf(metricValues(rs, "cycle-ms/pod"), "%.2f"),
+			spreadOf(metricValues(rs, "filtered-nodes/pod"), "%.0f"), spreadOf(metricValues(rs, "cycle-us/node"), "%.2f"))
 	}
 	b.WriteString("\n")
 	return nil

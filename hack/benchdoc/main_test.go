@@ -34,14 +34,15 @@ BenchmarkScore/NodeResourcesFit-2          	24571605	        100 ns/op	       48
 
 // generate writes the inputs into dir (perf.txt, micro.txt, doc.md), runs
 // benchdoc over them and returns the document it wrote.
-func generate(t *testing.T, dir, perf, micro, doc string) string {
+func generate(t *testing.T, dir, perf, micro, doc string, compare ...string) string {
 	t.Helper()
-	for name, text := range map[string]string{"perf.txt": perf, "micro.txt": micro, "doc.md": doc} {
+	files := map[string]string{"perf.txt": perf, "micro.txt": micro, "doc.md": doc, "compare.txt": strings.Join(compare, "")}
+	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := run(filepath.Join(dir, "doc.md"), filepath.Join(dir, "perf.txt"), filepath.Join(dir, "micro.txt"), "", "", "", "make bench", "docs/bench", "today", false); err != nil {
+	if err := run(filepath.Join(dir, "doc.md"), filepath.Join(dir, "perf.txt"), filepath.Join(dir, "micro.txt"), "", "", "", filepath.Join(dir, "compare.txt"), "make bench", "docs/bench", "today", false); err != nil {
 		t.Fatal(err)
 	}
 	out, err := os.ReadFile(filepath.Join(dir, "doc.md"))
@@ -92,29 +93,67 @@ func TestSection(t *testing.T) {
 }
 
 const samplePaired = `pkg: github.com/koord-project/koord/test/perf
-BenchmarkPaired/rep=1/realistic-2   	       1	         6.0 cpu-ms/pod	         0.75 cycle-ratio	         1.40 koord-cycle-ms	       456 koord-filtered-nodes/pod	       300.0 pods/s	         1.05 stock-cycle-ms	       421 stock-filtered-nodes/pod
-BenchmarkPaired/rep=1/plain-2       	       1	         6.0 cpu-ms/pod	         0.90 cycle-ratio	         1.10 koord-cycle-ms	       421 koord-filtered-nodes/pod	       310.0 pods/s	         0.99 stock-cycle-ms	       421 stock-filtered-nodes/pod
-BenchmarkPaired/rep=2/realistic-2   	       1	         6.0 cpu-ms/pod	         0.79 cycle-ratio	         1.30 koord-cycle-ms	       458 koord-filtered-nodes/pod	       280.0 pods/s	         1.03 stock-cycle-ms	       421 stock-filtered-nodes/pod
-BenchmarkPaired/rep=2/plain-2       	       1	         6.0 cpu-ms/pod	         0.92 cycle-ratio	         1.00 koord-cycle-ms	       421 koord-filtered-nodes/pod	       290.0 pods/s	         0.92 stock-cycle-ms	       421 stock-filtered-nodes/pod
+BenchmarkPaired/rep=1/realistic-2   	       1	         0.75 cycle-ratio	         1.20 floor-cycle-ms	         0.86 floor-ratio	         0.30 koord-filter-own-ms	         1.40 koord-cycle-ms	       456 koord-filtered-nodes/pod	         1.05 stock-cycle-ms	       421 stock-filtered-nodes/pod
+BenchmarkPaired/rep=1/plain-2       	       1	         0.90 cycle-ratio	         1.05 floor-cycle-ms	         0.95 floor-ratio	         0.10 koord-filter-own-ms	         1.10 koord-cycle-ms	       421 koord-filtered-nodes/pod	         0.99 stock-cycle-ms	       421 stock-filtered-nodes/pod
+BenchmarkPaired/rep=2/realistic-2   	       1	         0.79 cycle-ratio	         1.26 floor-cycle-ms	         0.97 floor-ratio	         0.20 koord-filter-own-ms	         1.30 koord-cycle-ms	       458 koord-filtered-nodes/pod	         1.03 stock-cycle-ms	       421 stock-filtered-nodes/pod
+BenchmarkPaired/rep=2/plain-2       	       1	         0.92 cycle-ratio	         0.97 floor-cycle-ms	         0.97 floor-ratio	         0.12 koord-filter-own-ms	         1.00 koord-cycle-ms	       421 koord-filtered-nodes/pod	         0.92 stock-cycle-ms	       421 stock-filtered-nodes/pod
 `
 
 // Paired runs get their own table, a row per mix with the medians over the
-// repetitions, Koord's extra taken within each; the separate cases' table
-// does not take them for cases.
+// repetitions and the floor target judged on the floor ratio's median; the
+// separate cases' table does not take them for cases.
 func TestPairedSection(t *testing.T) {
 	text := generate(t, t.TempDir(), samplePerf+samplePaired, "", "")
 	requireContains(t, text,
 		"`BenchmarkPaired`, 2 repetitions",
-		// Extra per repetition: 0.35 and 0.27 → median 0.31.
-		"| realistic | 1.04 (1.03–1.05) | 1.35 (1.30–1.40) | 0.31 (0.27–0.35) | 0.77 (0.75–0.79) | 421 (421–421) | 457 (456–458) |",
-		// Extra 0.11 and 0.08.
-		"| plain | 0.96 (0.92–0.99) | 1.05 (1.00–1.10) | 0.10 (0.08–0.11) | 0.91 (0.90–0.92) |",
+		// Floor ratios 0.86 and 0.97 → median 0.915, under 0.92.
+		"| realistic | 1.04 (1.03–1.05) | 1.23 (1.20–1.26) | 1.35 (1.30–1.40) | 0.77 (0.75–0.79) | 0.92 (0.86–0.97) | 0.92, **missed** | 0.250 (0.200–0.300) | 421 (421–421) | 457 (456–458) |",
+		"| plain | 0.96 (0.92–0.99) | 1.01 (0.97–1.05) | 1.05 (1.00–1.10) | 0.91 (0.90–0.92) | 0.96 (0.95–0.97) | 0.95, met |",
 		// The separate cases' table still has its 3 repetitions.
 		"3 repetitions, cases interleaved",
 	)
 	if strings.Contains(text, "| realistic | realistic |") || strings.Contains(text, "BenchmarkPaired/") {
 		t.Errorf("a paired run is listed as a case:\n%s", text)
 	}
+}
+
+// The comparison with a base commit takes each commit's runs by the
+// "commit:" line before them and judges the change of the median ratio.
+func TestComparedSection(t *testing.T) {
+	cmp := `base: d984624
+commit: base
+BenchmarkPaired/rep=1/realistic-2   	       1	         0.77 cycle-ratio	         3.4 koord-cycle-ms	         0.30 koord-filter-own-ms
+BenchmarkPaired/rep=1/binding-2   	       1	         0.70 cycle-ratio	         5.0 koord-cycle-ms	         0.70 koord-filter-own-ms
+commit: head
+BenchmarkPaired/rep=1/realistic-2   	       1	         0.76 cycle-ratio	         3.5 koord-cycle-ms	         0.32 koord-filter-own-ms
+BenchmarkPaired/rep=1/binding-2   	       1	         0.60 cycle-ratio	         6.0 koord-cycle-ms	         1.20 koord-filter-own-ms
+commit: head
+BenchmarkPaired/rep=1/realistic-2   	       1	         0.78 cycle-ratio	         3.3 koord-cycle-ms	         0.31 koord-filter-own-ms
+BenchmarkPaired/rep=1/binding-2   	       1	         0.62 cycle-ratio	         5.8 koord-cycle-ms	         1.10 koord-filter-own-ms
+commit: base
+BenchmarkPaired/rep=1/realistic-2   	       1	         0.77 cycle-ratio	         3.4 koord-cycle-ms	         0.30 koord-filter-own-ms
+BenchmarkPaired/rep=1/binding-2   	       1	         0.72 cycle-ratio	         5.0 koord-cycle-ms	         0.70 koord-filter-own-ms
+`
+	text := generate(t, t.TempDir(), samplePerf, "", "", cmp)
+	requireContains(t, text,
+		"2 runs each, interleaved",
+		"| realistic | 0.77 (0.77–0.77) | 0.77 (0.76–0.78) | +0.00, met |",
+		"| binding | 0.71 (0.70–0.72) | 0.61 (0.60–0.62) | -0.10, **missed** |",
+	)
+}
+
+// Cluster-size cases: a row per size and profile, Koord's heap a node only
+// on its own rows.
+func TestScaleSection(t *testing.T) {
+	perf := samplePerf + `BenchmarkScale/rep=1/1000/stock-2 	1	2.0 cycle-ms/pod	4.0 cycle-us/node	500 filtered-nodes/pod	140 heap-KB/node	136 heap-MB	390 pods/s
+BenchmarkScale/rep=1/1000/all-2 	1	3.0 cycle-ms/pod	6.0 cycle-us/node	500 filtered-nodes/pod	150 heap-KB/node	146 heap-MB	10.2 koord-heap-KB/node	300 pods/s
+`
+	text := generate(t, t.TempDir(), perf, "", "")
+	requireContains(t, text,
+		"`BenchmarkScale`, 1 repetitions",
+		"| 1000 | stock | 390 | 136 | 140 | — | 2.00 | 500 | 4.00 |",
+		"| 1000 | Koord | 300 | 146 | 150 | 10.2 | 3.00 | 500 | 6.00 |",
+	)
 }
 
 // A paired result without a mix is an error naming it, as a separate case
@@ -126,7 +165,7 @@ func TestPairedNameWithoutCase(t *testing.T) {
 	if err := os.WriteFile(perf, []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := run(filepath.Join(dir, "doc.md"), perf, "", "", "", "", "make bench", "docs/bench", "today", true)
+	err := run(filepath.Join(dir, "doc.md"), perf, "", "", "", "", "", "make bench", "docs/bench", "today", true)
 	if err == nil || !strings.Contains(err.Error(), "BenchmarkPaired/rep=1") {
 		t.Errorf("err = %v, want one naming BenchmarkPaired/rep=1", err)
 	}
