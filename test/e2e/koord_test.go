@@ -403,10 +403,7 @@ var _ = Describe("load-aware scheduling", Label("loadaware"), func() {
 		waitRunning(ctx, "burner")
 		nm, err := koord.SloV1alpha1().NodeMetrics().Get(ctx, realNode, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		interval := 60 * time.Second
-		if p := nm.Spec.CollectPolicy; p != nil && p.ReportIntervalSeconds != nil {
-			interval = time.Duration(*p.ReportIntervalSeconds) * time.Second
-		}
+		interval := nm.Spec.CollectPolicy.ReportInterval()
 		// Two report intervals, plus the first samples the pod needs to be measured at all.
 		Eventually(func() int64 {
 			nm, err := koord.SloV1alpha1().NodeMetrics().Get(ctx, realNode, metav1.GetOptions{})
