@@ -28,7 +28,7 @@ all: build
 
 ## build: compile every command into bin/ (one go build, so shared packages compile once)
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 ## test: everything CI runs: unit tests, the race detector, fuzzing of every parser, the Helm chart's tests, integration tests, e2e on a local cluster (root)
 test: unit race fuzz chart-test integration e2e
@@ -45,9 +45,9 @@ race:
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./hack/fuzz.sh
 
-## integration: tests against an in-process etcd + kube-apiserver, and bin/koord-scheduler
+## integration: tests against an in-process etcd + kube-apiserver, and bin/koord-scheduler; test/security attacks the trust boundaries there
 integration: build
-	KOORD_SCHEDULER_BIN=$(BIN)/koord-scheduler KOORDLET_BIN=$(BIN)/koordlet KOORD_MANAGER_BIN=$(BIN)/koord-manager $(GO) test -count=1 -timeout 30m ./test/integration/...
+	KOORD_SCHEDULER_BIN=$(BIN)/koord-scheduler KOORDLET_BIN=$(BIN)/koordlet KOORD_MANAGER_BIN=$(BIN)/koord-manager $(GO) test -count=1 -timeout 30m ./test/integration/... ./test/security/...
 
 HELM := $(CURDIR)/_output/bin/helm
 
@@ -72,9 +72,12 @@ generate-bpf:
 ## images: container image tarballs of the components (the very binaries `make build` wrote), a pause image and the e2e workloads, written without Docker (hack/ociimage) into _output/images; import with `ctr -n k8s.io images import`
 images: build
 	$(GO) build -o $(IMAGES)/bin/ ./hack/images/... ./hack/ociimage
-	for c in koord-scheduler koordlet koord-manager; do \
-		$(IMAGES)/bin/ociimage --out $(IMAGES)/$$c.tar --tag koord/$$c:$(IMAGE_TAG) \
-			--file $(BIN)/$$c=/usr/local/bin/$$c --entrypoint /usr/local/bin/$$c; \
+	# koord-scheduler and koord-manager run as an unprivileged user; koordlet
+	# as root, which owns the cgroup files it writes (the chart drops every
+	# capability but BPF and PERFMON).
+	for c in koord-scheduler:65532 koordlet:0 koord-manager:65532; do \
+		$(IMAGES)/bin/ociimage --out $(IMAGES)/$${c%%:*}.tar --tag koord/$${c%%:*}:$(IMAGE_TAG) --user $${c##*:} \
+			--file $(BIN)/$${c%%:*}=/usr/local/bin/$${c%%:*} --entrypoint /usr/local/bin/$${c%%:*}; \
 	done
 	for c in burner sleeper ticker; do \
 		$(IMAGES)/bin/ociimage --out $(IMAGES)/$$c.tar --tag koord/$$c:$(IMAGE_TAG) \

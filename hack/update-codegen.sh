@@ -31,7 +31,11 @@ tool informer-gen --go-header-file "$HEADER" \
 	--output-dir pkg/client/informers --output-pkg "${MODULE}/pkg/client/informers" "${CRD_PKGS[@]}"
 
 rm -f manifests/crds/*.yaml
-tool controller-gen crd:crdVersions=v1 paths=./apis/slo/... paths=./apis/scheduling/... output:crd:artifacts:config=manifests/crds
+tool controller-gen crd:crdVersions=v1 paths=./apis/slo/... output:crd:artifacts:config=manifests/crds
+# The Reservation's template is checked against the whole pod template's
+# schema; with its field descriptions that CRD alone would be 640 KB, more
+# than kubectl's client-side apply can record (256 KB), so it carries none.
+tool controller-gen crd:crdVersions=v1,maxDescLen=0 paths=./apis/scheduling/... output:crd:artifacts:config=manifests/crds
 
 # Third-party CRDs Koord reads when asked (topologySource: NodeResourceTopology),
 # generated from the Go types of the module Koord builds against.
@@ -44,7 +48,8 @@ tool controller-gen crd:crdVersions=v1 \
 # The Helm chart installs exactly the shipped manifests: copy them in (a chart
 # cannot read files outside its directory).
 chart=deploy/charts/koord/files
-rm -rf "$chart" && mkdir -p "$chart/crds" "$chart/rbac"
+rm -rf "$chart" && mkdir -p "$chart/crds" "$chart/rbac" "$chart/policies"
 cp manifests/crds/*.yaml manifests/thirdparty/*.yaml "$chart/crds/"
 cp manifests/rbac/*.yaml "$chart/rbac/"
+cp manifests/policies/*.yaml "$chart/policies/"
 cp manifests/priorityclasses.yaml manifests/scheduler/koord-scheduler-config.yaml "$chart/"

@@ -46,3 +46,9 @@ var SampleWorkload []byte
 //
 //go:embed samples/reservation.yaml
 var SampleReservation []byte
+
+// Policies holds manifests/policies/*.yaml: the ValidatingAdmissionPolicies
+// that hold each writer of Koord's objects to its job.
+//
+//go:embed policies/*.yaml
+var Policies embed.FS

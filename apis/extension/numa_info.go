@@ -340,3 +340,24 @@ func NewNUMAInfoConfigMap(node string, info *NUMAInfo) (*corev1.ConfigMap, error
 	cm.Labels = map[string]string{LabelManagedBy: ManagedByKoordlet, LabelTopologyNode: node}
 	return cm, nil
 }
+
+// CheckNUMAInfoOrigin says whether cm can be koordlet's numa-info ConfigMap
+// for node: labelled managed-by koordlet and for that node, and owned by the
+// Node of that name. kube-system holds ConfigMaps many writers can create;
+// the scheduler reads only these (the admission policy in
+// manifests/policies lets only that node's koordlet write them).
+func CheckNUMAInfoOrigin(cm *corev1.ConfigMap, node string) error {
+	where := fmt.Sprintf("configmap %s/%s", cm.Namespace, cm.Name)
+	if cm.Labels[LabelManagedBy] != ManagedByKoordlet {
+		return fmt.Errorf("%s: label %s is %q, not %q: it is not koordlet's and is ignored", where, LabelManagedBy, cm.Labels[LabelManagedBy], ManagedByKoordlet)
+	}
+	if got, ok := cm.Labels[LabelTopologyNode]; ok && got != node {
+		return fmt.Errorf("%s: label %s names node %q: it is ignored", where, LabelTopologyNode, got)
+	}
+	for _, o := range cm.OwnerReferences {
+		if o.APIVersion == "v1" && o.Kind == "Node" && o.Name == node {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: no owner reference to Node %s: it is not koordlet's and is ignored", where, node)
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -52,6 +53,7 @@ func main() {
 	fs.StringVar(&metricsAddr, "metrics-addr", ":9316", "address of /metrics and /healthz")
 	fs.BoolVar(&pprof, "enable-pprof", false, "serve /debug/pprof/ on --metrics-addr")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
+	schedulers := fs.String("scheduler-names", agent.DefaultSchedulerName, "comma-separated schedulerNames of koord-scheduler's profiles: only their pods' resource-status cpusets are applied")
 	gates := features.New()
 	features.Flag(fs, gates)
 	klog.InitFlags(fs)
@@ -63,6 +65,7 @@ func main() {
 	// The eBPF probe runs only when both the flag and the gate allow it.
 	opts.RunQueueLatency = opts.RunQueueLatency && gates.Enabled(features.RunqueueLatency)
 	opts.Gates = gates
+	opts.SchedulerNames = strings.Split(*schedulers, ",")
 	if err := run(opts, kubeconfig, metricsAddr, pprof, publishNRT); err != nil {
 		klog.ErrorS(err, "koordlet failed")
 		klog.Flush()

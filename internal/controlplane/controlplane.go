@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 
 	"github.com/koord-project/koord/manifests"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
@@ -52,6 +53,8 @@ type ControlPlane struct {
 
 	etcd   *embed.Etcd
 	server *apiServer
+	// storagePrefix is where the API server keeps objects in etcd.
+	storagePrefix string
 }
 
 // Start brings up etcd and kube-apiserver and installs the CRDs. Call Stop
@@ -72,7 +75,8 @@ func Start(opts Options) (cp *ControlPlane, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting etcd: %w", err)
 	}
-	storage := storagebackend.NewDefaultConfig("/"+uuid.New().String()+"/registry", nil)
+	cp.storagePrefix = "/" + uuid.New().String() + "/registry"
+	storage := storagebackend.NewDefaultConfig(cp.storagePrefix, nil)
 	storage.Transport.ServerList = []string{"http://" + cp.etcd.Clients[0].Addr().String()}
 
 	flags := []string{
@@ -265,4 +269,15 @@ func (cp *ControlPlane) SchedulerConfigFile(configYAML []byte, kubeconfig string
 		return "", err
 	}
 	return f.Name(), nil
+}
+
+// PutStored writes an object's JSON straight into etcd under the API
+// server's key for it (<group>/<resource>/<name> for a cluster-scoped
+// custom resource), past every validation: what an object written under an
+// older, looser CRD schema looks like to today's readers.
+func (cp *ControlPlane) PutStored(ctx context.Context, key string, object []byte) error {
+	c := v3client.New(cp.etcd.Server)
+	defer c.Close()
+	_, err := c.Put(ctx, cp.storagePrefix+"/"+key, string(object))
+	return err
 }

@@ -7,6 +7,9 @@ package reservationutil
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"strings"
+	"sync"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
@@ -314,7 +317,32 @@ func phaseOf(r *schedulingv1alpha1.Reservation) string {
 // reaches a kubelet.
 const PlaceholderAnnotation = "scheduling.koordinator.sh/reservation-placeholder"
 
-// PlaceholderOf is the reservation a pod stands in for, "" for ordinary pods.
+// PlaceholderOf is the reservation a pod stands in for, "" for ordinary
+// pods. Only a pod in PlaceholderNamespace, controlled by a Reservation, is
+// a placeholder: the annotation alone is something any tenant can write on
+// a pod in their own namespace, and the scheduler must not make a
+// reservation Available (or skip a pod's accounting) on their say-so.
 func PlaceholderOf(pod *corev1.Pod) string {
-	return pod.Annotations[PlaceholderAnnotation]
+	name := pod.Annotations[PlaceholderAnnotation]
+	if name == "" || pod.Namespace != PlaceholderNamespace() {
+		return ""
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil || ref.Kind != "Reservation" || ref.Name != name || !strings.HasPrefix(ref.APIVersion, schedulingv1alpha1.GroupName+"/") {
+		return ""
+	}
+	return name
 }
+
+// PlaceholderNamespace is where koord-manager creates placeholder pods: its
+// own namespace, which koord-scheduler shares ($POD_NAMESPACE, set by the
+// chart for both; koord-system without it).
+var PlaceholderNamespace = sync.OnceValue(func() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return DefaultNamespace
+})
+
+// DefaultNamespace is Koord's namespace when $POD_NAMESPACE is not set.
+const DefaultNamespace = "koord-system"

@@ -18,7 +18,12 @@ func res(cpu, mem string) corev1.ResourceList {
 	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
 }
 
+// reservation is Available on n1 with 4 CPUs and 8Gi; without owners given,
+// every pod may own it (an empty label selector), as consumption tests need.
 func reservation(name string, owners ...schedulingv1alpha1.ReservationOwner) *schedulingv1alpha1.Reservation {
+	if len(owners) == 0 {
+		owners = []schedulingv1alpha1.ReservationOwner{{LabelSelector: &metav1.LabelSelector{}}}
+	}
 	return &schedulingv1alpha1.Reservation{
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"pool": "web"}},
 		Spec: schedulingv1alpha1.ReservationSpec{

@@ -101,11 +101,13 @@ func Derive(r *schedulingv1alpha1.Reservation, pods []*corev1.Pod) ([]corev1.Obj
 }
 
 // Consumes reports whether a live, bound pod's reservation-allocated
-// annotation names r. A malformed annotation names nothing, and neither does
-// the annotation of a pod not bound (yet, or ever: its binding may have
-// failed after the scheduler wrote it).
+// annotation names r and r's spec.owners admit the pod. A malformed
+// annotation names nothing, and neither does the annotation of a pod not
+// bound (yet, or ever: its binding may have failed after the scheduler wrote
+// it). The owners check is what keeps a pod whose creator wrote the
+// annotation from taking another tenant's reservation.
 func Consumes(p *corev1.Pod, r *schedulingv1alpha1.Reservation) bool {
-	return Names(ClaimOf(p), r)
+	return Names(ClaimOf(p), r) && IsOwner(r, p)
 }
 
 // ClaimOf is the reservation-allocated annotation of a live, bound pod, nil

@@ -252,15 +252,22 @@ func TestNUMABindsDisjointWholeCores(t *testing.T) {
 	waitUnschedulable(t, ctx, cp, "fractional", "needs a whole number of CPUs")
 }
 
-// defaultBinderFirst is the shipped profile without its bind list:
+// defaultBinderFirst is the shipped profile without its bind list and
+// without Reservation (which must bind first wherever it runs):
 // DefaultBinder binds, so NodeNUMAResource writes the CPUs in PreBind.
 func defaultBinderFirst(t *testing.T) []byte {
 	t.Helper()
-	block := "      bind:\n        enabled:\n          - name: Reservation\n          - name: NodeNUMAResource\n"
-	if !strings.Contains(string(manifests.SchedulerConfig), block) {
-		t.Fatalf("the shipped config has no bind list %q", block)
+	config := string(manifests.SchedulerConfig)
+	for _, block := range []string{
+		"      bind:\n        enabled:\n          - name: Reservation\n          - name: NodeNUMAResource\n",
+		"          - name: Reservation\n            weight: 1\n",
+	} {
+		if !strings.Contains(config, block) {
+			t.Fatalf("the shipped config lacks %q", block)
+		}
+		config = strings.Replace(config, block, "", 1)
 	}
-	return []byte(strings.Replace(string(manifests.SchedulerConfig), block, "", 1))
+	return []byte(config)
 }
 
 // Binding pods wait for a node's topology and for freed CPUs; pods that bind
@@ -271,10 +278,13 @@ func TestNUMATopologyAndDeletion(t *testing.T) {
 	ctx := testContext(t)
 	cp := startNUMAControlPlane(t, ctx)
 	small := topologytest.Linux(1, 1, 2, 2, 8<<30) // 4 CPUs, 2 cores
-	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "n1", CPU: "4", Memory: "8Gi"}); err != nil {
+	n1, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "n1", CPU: "4", Memory: "8Gi"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	broken := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "n1-numa-info"},
+	broken := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "n1-numa-info",
+		Labels:          map[string]string{extension.LabelManagedBy: extension.ManagedByKoordlet},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n1", UID: n1.UID}}},
 		Data: map[string]string{"cpu-topology": `{"detail":[]}`, "numa-nodes": `[]`}}
 	if _, err := cp.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, broken, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

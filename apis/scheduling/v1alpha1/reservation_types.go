@@ -43,10 +43,9 @@ const (
 // ReservationSpec is what to reserve and for whom.
 type ReservationSpec struct {
 	// Template is scheduled like a pod: its requests, affinity and tolerations
-	// decide the node and the amount held.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
+	// decide the node and the amount held. The CRD checks it against the
+	// pod template's schema, so that a malformed one is refused when written
+	// rather than failing every reader's decoding.
 	Template *corev1.PodTemplateSpec `json:"template"`
 	// Owners are the pods allowed to use the reservation.
 	// +kubebuilder:validation:MinItems=1
@@ -54,6 +53,8 @@ type ReservationSpec struct {
 	// TTL fails an unused reservation this long after creation (default 24h;
 	// ignored when expires is set).
 	// +kubebuilder:default="24h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
 	// +optional
 	TTL *metav1.Duration `json:"ttl,omitempty"`
 	// Expires fails an unused reservation at this time.

@@ -31,6 +31,8 @@ type ResourceMap struct {
 
 // AggregatePolicy lists the windows koordlet aggregates node usage over.
 type AggregatePolicy struct {
+	// +kubebuilder:validation:items:Type=string
+	// +kubebuilder:validation:items:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
 	// +optional
 	Durations []metav1.Duration `json:"durations,omitempty"`
 }
@@ -60,6 +62,8 @@ type NodeMetricSpec struct {
 type AggregatedUsage struct {
 	// +optional
 	Usage map[AggregationType]ResourceMap `json:"usage,omitempty"`
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
 	// +optional
 	Duration metav1.Duration `json:"duration,omitempty"`
 }

@@ -81,7 +81,8 @@ KubeSchedulerConfiguration (--config), exactly as they configure kube-scheduler.
 }
 
 // ValidateConfigFile loads a KubeSchedulerConfiguration the way kube-scheduler
-// does (strict decoding, defaulting) and validates the Koord plugin args in it.
+// does (strict decoding, defaulting), validates the Koord plugin args in it
+// and checks that Reservation binds first wherever it runs.
 func ValidateConfigFile(path string) error {
 	cfg, err := options.LoadConfigFromFile(klog.Background(), path)
 	if err != nil {
@@ -89,6 +90,9 @@ func ValidateConfigFile(path string) error {
 	}
 	if err := validation.ValidateProfiles(cfg.Profiles); err != nil {
 		return fmt.Errorf("invalid plugin args in %s: %w", path, err)
+	}
+	if err := checkBindOrder(cfg.Profiles); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }

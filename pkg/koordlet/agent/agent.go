@@ -74,7 +74,14 @@ type Options struct {
 	// Gates are the feature gates (features.New() defaults when nil): the
 	// QoS strategies run only where their gate is on.
 	Gates featuregate.FeatureGate
+	// SchedulerNames are koord-scheduler's profiles: only their pods'
+	// resource-status cpusets are applied (qos.VetClaims). Default
+	// koord-scheduler.
+	SchedulerNames []string
 }
+
+// DefaultSchedulerName is koord-scheduler's default profile.
+const DefaultSchedulerName = "koord-scheduler"
 
 // Agent is one koordlet.
 type Agent struct {
@@ -138,6 +145,9 @@ func New(client kubernetes.Interface, koord koordclientset.Interface, opts Optio
 	}
 	if opts.Gates == nil {
 		opts.Gates = features.New()
+	}
+	if len(opts.SchedulerNames) == 0 {
+		opts.SchedulerNames = []string{DefaultSchedulerName}
 	}
 	m, err := newMetrics(reg)
 	if err != nil {
@@ -374,8 +384,33 @@ func (a *Agent) reconcile(ctx context.Context) {
 			a.faults.clear(logger, cause)
 		}
 	}
+	a.vetClaims(logger, k, pods, bound)
 	a.syncTopology(ctx, a.machine, k, pods, bound)
 	a.pinCPUs(ctx, a.machine, k, pods, bound, malformed)
+}
+
+// vetClaims drops from bound the CPU claims koordlet refuses
+// (qos.VetClaims), reporting each once, as an Event on the pod naming the
+// conflict: those pods run on the shared pool.
+func (a *Agent) vetClaims(logger klog.Logger, k *topology.Kubelet, pods []*corev1.Pod, bound map[types.UID]cpuset.CPUSet) {
+	ids := make([]int, 0, len(a.machine.CPUTopology.Detail))
+	for _, c := range a.machine.CPUTopology.Detail {
+		ids = append(ids, int(c.ID))
+	}
+	reserved, _ := extension.ParseCPUSet(k.Policy.ReservedCPUs) // validated by ReadKubelet
+	refused := qos.VetClaims(pods, bound, qos.Claims{Schedulers: a.opts.SchedulerNames, All: cpuset.New(ids...), Reserved: reserved, KubeletPinned: k.Pinned})
+	for _, p := range pods {
+		cause := "claim/" + string(p.UID)
+		err, bad := refused[p.UID]
+		if !bad {
+			a.faults.clear(logger, cause)
+			continue
+		}
+		delete(bound, p.UID)
+		if a.faults.report(logger, cause, err) {
+			a.recorder.Eventf(p, corev1.EventTypeWarning, "CPUClaimRefused", "%v", err)
+		}
+	}
 }
 
 // syncTopology publishes the node's topology if it changed.
@@ -432,15 +467,17 @@ type faults struct {
 
 func newFaults(m *metrics) *faults { return &faults{last: map[string]string{}, metrics: m} }
 
-func (f *faults) report(logger klog.Logger, cause string, err error) {
+// report counts err and logs it if it is new for cause; it says whether it was.
+func (f *faults) report(logger klog.Logger, cause string, err error) bool {
 	f.metrics.errors.WithLabelValues(causeLabel(cause)).Inc()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.last[cause] == err.Error() {
-		return
+		return false
 	}
 	f.last[cause] = err.Error()
 	logger.Error(err, "koordlet cannot do its job; retrying", "cause", cause)
+	return true
 }
 
 func (f *faults) clear(logger klog.Logger, cause string) {

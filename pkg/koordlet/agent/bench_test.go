@@ -47,7 +47,7 @@ func benchAgent(b *testing.B, allStrategies bool) (*Agent, context.Context) {
 		uid := types.UID(fmt.Sprintf("uid-%03d", i))
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("p%03d", i), UID: uid},
-			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Spec: corev1.PodSpec{NodeName: "n1", SchedulerName: "koord-scheduler", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "c", ContainerID: fmt.Sprintf("containerd://c%03d", i)}}},
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	"github.com/koord-project/koord/pkg/client/lenient"
 	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
 )
 
@@ -109,8 +110,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, ext *frameworkex
 	ext.OnHoldsChanged(func() { p.rejected.Activate(p.logger, p.handle) })
 	p.synced = []cache.InformerSynced{nmReg.HasSynced, podReg.HasSynced}
 	ext.Start(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), nmInformer.HasSynced) {
-		return nil, fmt.Errorf("%s: NodeMetric informer did not sync", Name)
+	// A deadline, not a wait for ever: the scheduler then exits naming
+	// what did not sync, and its Deployment's restarts show it.
+	if err := lenient.WaitForSync(ctx, frameworkext.SyncTimeout, Name+": the NodeMetric informer", nmInformer.HasSynced); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -24,7 +24,7 @@ import (
 	configv1 "github.com/koord-project/koord/apis/config/v1"
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
-	"github.com/koord-project/koord/pkg/reservationutil"
+	"github.com/koord-project/koord/pkg/reservationutil/reservationtest"
 	"github.com/koord-project/koord/pkg/scheduler/frameworkext/frameworkexttest"
 )
 
@@ -605,7 +605,7 @@ func TestPlaceholderNotCounted(t *testing.T) {
 	p.cache.setMetric("n1", metric("n1", t0.Add(-time.Minute), "1", "1Gi"))
 	n := makeNode("n1", "10", "100Gi")
 	placeholder := makePod("reservation-web", rl("6", "1Gi"), nil, 0)
-	placeholder.Annotations = map[string]string{reservationutil.PlaceholderAnnotation: "web"}
+	reservationtest.MakePlaceholder(placeholder, "web")
 	if st := p.Reserve(context.Background(), framework.NewCycleState(), placeholder, "n1"); !st.IsSuccess() {
 		t.Fatal(st)
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,7 +63,9 @@ type Plugin struct {
 	// requeues them on pod deletion by itself, but its handler may run
 	// before ours has released the deleted pod's CPUs.
 	rejected frameworkext.Rejected
-	logger   klog.Logger
+	// ignored are pods whose CPU claim was ignored and said so (ignoreClaim).
+	ignored sync.Map
+	logger  klog.Logger
 
 	nodeScore, numaScore scorer
 
@@ -156,6 +159,10 @@ func (p *Plugin) onPod(ctx context.Context, obj any) {
 		}
 		return
 	}
+	if !p.ext.BoundHere(pod) {
+		p.ignoreClaim(ctx, pod)
+		return
+	}
 	if err := p.state.ObservePod(pod); err != nil {
 		// The pod keeps what it held; an operator must fix the annotation.
 		klog.FromContext(ctx).Error(err, "Cannot account a pod's CPUs", "pod", klog.KObj(pod))
@@ -165,11 +172,30 @@ func (p *Plugin) onPod(ctx context.Context, obj any) {
 	}
 }
 
+// ignoreClaim tells, once per pod, that the CPUs a pod this scheduler did
+// not bind claims in its resource-status are not counted: anyone who may
+// create pods can write that annotation (the admission policy in
+// manifests/policies refuses it; this is the defence behind it).
+func (p *Plugin) ignoreClaim(ctx context.Context, pod *corev1.Pod) {
+	if _, claims := pod.Annotations[extension.AnnotationResourceStatus]; !claims || pod.Spec.NodeName == "" {
+		return
+	}
+	if _, told := p.ignored.LoadOrStore(pod.UID, true); told {
+		return
+	}
+	msg := fmt.Sprintf("annotation %s ignored: pod has schedulerName %q, not one of koord-scheduler's profiles, so no Koord scheduler chose these CPUs", extension.AnnotationResourceStatus, pod.Spec.SchedulerName)
+	klog.FromContext(ctx).Info("Ignoring a CPU claim", "pod", klog.KObj(pod), "reason", msg)
+	if rec := p.handle.EventRecorder(); rec != nil {
+		rec.Eventf(pod, nil, corev1.EventTypeWarning, "UntrustedResourceStatus", "Scheduling", msg)
+	}
+}
+
 func (p *Plugin) onPodDelete(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
+		p.ignored.Delete(pod.UID)
 		p.rejected.Forget(pod.UID)
 		if p.state.Forget(pod.UID) {
 			p.retryRejected()

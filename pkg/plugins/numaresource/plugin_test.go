@@ -68,7 +68,9 @@ type fixture struct {
 // as koordlet would publish it.
 func newFixture(t testing.TB, args *config.NodeNUMAResourceArgs, nodes ...*corev1.Node) *fixture {
 	h := &testHandle{Handle: frameworkexttest.Handle{Client: fake.NewClientset()}, snapshot: schedcache.NewSnapshot(nil, nodes), rec: events.NewFakeRecorder(100)}
-	f := &fixture{t: t, p: newPlugin(args, h, frameworkext.NewExtender()), h: h, nodes: map[string]*corev1.Node{}}
+	ext := frameworkext.NewExtender()
+	ext.AddProfile("") // the test pods' schedulerName
+	f := &fixture{t: t, p: newPlugin(args, h, ext), h: h, nodes: map[string]*corev1.Node{}}
 	f.p.ready.Store(true)
 	for _, n := range nodes {
 		f.nodes[n.Name] = n
@@ -82,7 +84,13 @@ func (f *fixture) publish(node string, info *extension.NUMAInfo) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	cm.OwnerReferences = nodeOwner(node)
 	f.p.onConfigMap(klog.Background(), cm, false)
+}
+
+// nodeOwner is the owner reference koordlet puts on a node's numa-info.
+func nodeOwner(node string) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node, UID: types.UID("uid-" + node)}}
 }
 
 func node(name string, labels map[string]string) *corev1.Node {
@@ -259,7 +267,8 @@ func TestNodePolicies(t *testing.T) {
 func TestFilterReasons(t *testing.T) {
 	f := newFixture(t, defaultArgs(t, nil), node("n1", nil), node("missing", nil), node("broken", nil))
 	f.publish("n1", topologytest.Linux(1, 2, 4, 2, 8*gi)) // 2 NUMA × 4 cores × 2 threads
-	f.p.onConfigMap(klog.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "broken-numa-info"},
+	f.p.onConfigMap(klog.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "broken-numa-info",
+		Labels: map[string]string{extension.LabelManagedBy: extension.ManagedByKoordlet}, OwnerReferences: nodeOwner("broken")},
 		Data: map[string]string{"cpu-topology": `{"detail":[{"id":0`, "numa-nodes": `[]`}}, false)
 
 	_, _, st := f.cycle(lsr("p", "4", "1Gi", nil))
@@ -658,5 +667,38 @@ func TestPoliciesFollowNodeEvents(t *testing.T) {
 	f.nodes["n1"] = node("n1", map[string]string{extension.LabelNodeCPUBindPolicy: string(extension.NodeCPUBindPolicyFullPCPUsOnly)})
 	if st := filter(); st.IsSuccess() {
 		t.Error("a node without events: its FullPCPUsOnly label was not read")
+	}
+}
+
+// Trust: a numa-info ConfigMap someone else wrote in kube-system is not read
+// (the node cannot bind CPUs, and Filter says why), and the CPUs a pod no
+// Koord profile bound claims in its resource-status are not counted.
+func TestUntrustedSourcesIgnored(t *testing.T) {
+	f := newFixture(t, defaultArgs(t, nil), node("n1", nil), node("n2", nil))
+	forged, err := extension.NewNUMAInfoConfigMap("n1", topologytest.Linux(1, 1, 2, 2, 8*gi))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged.Labels = nil
+	f.p.onConfigMap(klog.Background(), forged, false)
+	unowned, _ := extension.NewNUMAInfoConfigMap("n2", topologytest.Linux(1, 1, 2, 2, 8*gi))
+	f.p.onConfigMap(klog.Background(), unowned, false)
+	_, _, st := f.cycle(lsr("p", "2", "1Gi", nil))
+	if s := st["n1"]; s.IsSuccess() || !strings.Contains(s.Message(), "label app.kubernetes.io/managed-by") {
+		t.Errorf("n1 with an unlabelled numa-info: %v", s.AsError())
+	}
+	if s := st["n2"]; s.IsSuccess() || !strings.Contains(s.Message(), "no owner reference to Node n2") {
+		t.Errorf("n2 with an unowned numa-info: %v", s.AsError())
+	}
+
+	f.publish("n1", topologytest.Linux(1, 1, 2, 2, 8*gi)) // 4 CPUs
+	squatter := lsr("squatter", "4", "1Gi", map[string]string{extension.AnnotationResourceStatus: `{"cpuset":"0-3"}`})
+	squatter.Spec.NodeName, squatter.Spec.SchedulerName = "n1", "default-scheduler"
+	f.p.onPod(context.Background(), squatter)
+	if held := f.p.state.Held("n1"); !held.IsEmpty() {
+		t.Errorf("a pod koord-scheduler did not bind holds %s", held)
+	}
+	if _, _, st := f.cycle(lsr("real", "4", "1Gi", nil)); !st["n1"].IsSuccess() {
+		t.Errorf("the forged claim kept a real pod off n1: %v", st["n1"].AsError())
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/koord-project/koord/internal/topologytest"
-	"github.com/koord-project/koord/pkg/reservationutil"
+	"github.com/koord-project/koord/pkg/reservationutil/reservationtest"
 	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
 	"github.com/koord-project/koord/pkg/scheduler/frameworkext/frameworkexttest"
 )
@@ -25,7 +25,7 @@ func TestReservationPinnedCPUs(t *testing.T) {
 	f := newFixture(t, defaultArgs(t, nil), node("n1", nil))
 	f.publish("n1", topologytest.Linux(1, 2, 4, 2, 8*gi))
 
-	ph := lsr("reservation-r1", "4", "2Gi", map[string]string{reservationutil.PlaceholderAnnotation: "r1"})
+	ph := reservationtest.MakePlaceholder(lsr("reservation-r1", "4", "2Gi", nil), "r1")
 	cs, st, _ := f.cycle(ph)
 	if st != nil {
 		t.Fatal(st.AsError())

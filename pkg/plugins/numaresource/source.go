@@ -63,7 +63,10 @@ func (p *Plugin) onConfigMap(logger klog.Logger, obj any, deleted bool) {
 		p.state.RemoveTopology(node)
 		return
 	}
-	info, err := extension.ParseNUMAInfo(cm)
+	info, err := (*extension.NUMAInfo)(nil), extension.CheckNUMAInfoOrigin(cm, node)
+	if err == nil {
+		info, err = extension.ParseNUMAInfo(cm)
+	}
 	if err != nil {
 		// Binding pods stay off the node, and Filter names this error.
 		logger.Error(err, "Malformed NUMA info; CPU-binding pods will not be placed on the node", "node", node)

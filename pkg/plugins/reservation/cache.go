@@ -236,6 +236,11 @@ func (c *Cache) ObservePod(pod *corev1.Pod) bool {
 			}
 		}
 	}
+	if target != nil && !target.owners.Match(pod) {
+		// Anyone may write the annotation on a pod they create; only a pod
+		// spec.owners admits consumes the reservation.
+		target = nil
+	}
 	delete(c.waiting, pod.UID)
 	if target == nil {
 		changed := false

@@ -28,6 +28,8 @@ func available(name, node, cpus string) *schedulingv1alpha1.Reservation {
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
 		Spec: schedulingv1alpha1.ReservationSpec{
 			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu(cpus)}}}}},
+			// Every pod may own it (an empty selector).
+			Owners: []schedulingv1alpha1.ReservationOwner{{LabelSelector: &metav1.LabelSelector{}}},
 		},
 		Status: schedulingv1alpha1.ReservationStatus{Phase: schedulingv1alpha1.ReservationAvailable, NodeName: node, Allocatable: cpu(cpus)},
 	}

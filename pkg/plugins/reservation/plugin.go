@@ -6,7 +6,6 @@ package reservation
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +17,7 @@ import (
 
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
+	"github.com/koord-project/koord/pkg/client/lenient"
 	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
 )
 
@@ -95,8 +95,10 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle, ext *frameworkext.
 	}
 	p.synced = []cache.InformerSynced{rReg.HasSynced, podReg.HasSynced}
 	ext.Start(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), rInformer.HasSynced) {
-		return nil, fmt.Errorf("%s: Reservation informer did not sync", Name)
+	// A deadline, not a wait for ever: the scheduler then exits naming
+	// what did not sync, and its Deployment's restarts show it.
+	if err := lenient.WaitForSync(ctx, frameworkext.SyncTimeout, Name+": the Reservation informer", rInformer.HasSynced); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
-	"github.com/koord-project/koord/pkg/reservationutil"
+	"github.com/koord-project/koord/pkg/reservationutil/reservationtest"
 	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
 	"github.com/koord-project/koord/pkg/scheduler/frameworkext/frameworkexttest"
 )
@@ -225,7 +225,7 @@ func TestFullestFitAndPlaceholders(t *testing.T) {
 	// A reservation being scheduled consumes none: what both hold counts
 	// against it (web-1, now assumed, runs in small's share).
 	ph := appPod("ph", "web", "1")
-	ph.Annotations = map[string]string{reservationutil.PlaceholderAnnotation: "r3"}
+	reservationtest.MakePlaceholder(ph, "r3")
 	if _, st := run(t, p, ph, nodeInfo("1")); st.IsSuccess() || !strings.Contains(st.Message(), "reservations hold 3000m of the node's 3000m free CPU") {
 		t.Errorf("a placeholder on a node fully held by reservations: %v", st)
 	}

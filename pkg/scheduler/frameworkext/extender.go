@@ -14,15 +14,28 @@ package frameworkext
 import (
 	"context"
 	"sync"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
 	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
 	"github.com/koord-project/koord/pkg/client/koordclient"
+	"github.com/koord-project/koord/pkg/client/lenient"
 )
+
+// SyncTimeout is how long a plugin's constructor waits for the Koord
+// informers it needs before it fails, naming them.
+const SyncTimeout = 2 * time.Minute
 
 // Extender is shared by the Koord plugins of every profile of one scheduler.
 type Extender struct {
@@ -33,6 +46,9 @@ type Extender struct {
 	binders map[string]bool
 	// holdsChanged are called when what reservations hold may have dropped.
 	holdsChanged []func()
+	// profiles are the names of the profiles whose plugins the extender
+	// made: the schedulerNames of pods this scheduler binds.
+	profiles sync.Map
 }
 
 // NewExtender is an extender whose Koord client is made from the first
@@ -53,8 +69,24 @@ type PluginFactory func(ctx context.Context, args runtime.Object, h fwk.Handle, 
 // Factory is f as the framework's registry takes it.
 func (e *Extender) Factory(f PluginFactory) frameworkruntime.PluginFactory {
 	return func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		e.AddProfile(h.ProfileName())
 		return f(ctx, args, h, e)
 	}
+}
+
+// AddProfile records that this scheduler runs a profile of that name
+// (Factory does it for every profile with a Koord plugin).
+func (e *Extender) AddProfile(name string) { e.profiles.Store(name, true) }
+
+// BoundHere says whether pod is one this scheduler binds: its schedulerName
+// is one of the profiles with Koord plugins. What Koord's annotations say
+// about CPUs and reservations is the scheduler's own record only on such
+// pods; on any other pod (another scheduler's, or one created with
+// spec.nodeName set) they are a claim nobody checked, and the plugins
+// ignore them.
+func (e *Extender) BoundHere(pod *corev1.Pod) bool {
+	_, ok := e.profiles.Load(pod.Spec.SchedulerName)
+	return ok
 }
 
 // Koord is the Koord CRD clientset, made on first use from h's config
@@ -82,13 +114,52 @@ func (e *Extender) Informers(h fwk.Handle) (koordinformers.SharedInformerFactory
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.factory == nil {
+		lenientToo := e.koord == nil // a given client is a test's fake
 		c, err := e.koordLocked(h)
 		if err != nil {
 			return nil, err
 		}
 		e.factory = koordinformers.NewSharedInformerFactory(c, 0)
+		if lenientToo {
+			if err := e.installLenient(h); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return e.factory, nil
+}
+
+// installLenient makes the factory's Reservation and NodeMetric informers
+// decode one object at a time (package lenient): an object that does not
+// decode is skipped, logged and reported as an Event, once per version,
+// instead of keeping the cache from syncing and every plugin waiting on it.
+func (e *Extender) installLenient(h fwk.Handle) error {
+	dyn, err := dynamic.NewForConfig(koordclient.JSON(h.KubeConfig()))
+	if err != nil {
+		return err
+	}
+	var told sync.Map
+	refused := func(u *unstructured.Unstructured, err error) {
+		if _, seen := told.LoadOrStore(string(u.GetUID())+"/"+u.GetResourceVersion(), true); seen {
+			return
+		}
+		klog.Background().Error(err, "Ignoring an object that does not decode; fix or delete it", "kind", u.GetKind(), "name", u.GetName())
+		if rec := h.EventRecorder(); rec != nil {
+			rec.Eventf(u, nil, corev1.EventTypeWarning, "InvalidObject", "Decoding", "koord-scheduler ignores this object: %v", err)
+		}
+	}
+	kinds := map[runtime.Object]lenient.Kind{
+		&schedulingv1alpha1.Reservation{}: {Resource: schedulingv1alpha1.SchemeGroupVersion.WithResource("reservations"),
+			New: func() runtime.Object { return &schedulingv1alpha1.Reservation{} }, NewList: func() runtime.Object { return &schedulingv1alpha1.ReservationList{} }},
+		&slov1alpha1.NodeMetric{}: {Resource: slov1alpha1.SchemeGroupVersion.WithResource("nodemetrics"),
+			New: func() runtime.Object { return &slov1alpha1.NodeMetric{} }, NewList: func() runtime.Object { return &slov1alpha1.NodeMetricList{} }},
+	}
+	for obj, k := range kinds {
+		e.factory.InformerFor(obj, func(koordclientset.Interface, time.Duration) cache.SharedIndexInformer {
+			return lenient.Informer(dyn, k, nil, refused)
+		})
+	}
+	return nil
 }
 
 // Start starts the informers asked for so far, until ctx ends (the context

@@ -2,10 +2,12 @@ package config
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -17,8 +19,14 @@ import (
 // not parse keeps the last good configuration in force (an operator's typo
 // must not strip batch resources from every node) and is reported once, as
 // a Warning event on the ConfigMap and in the log.
+//
+// With a Writer, the last configuration that parsed is also kept in the
+// ConfigMap LastGoodName beside it, and a restarted manager that finds the
+// ConfigMap invalid acts on that one, not on the defaults: the defaults turn
+// co-location off, which would strip batch resources from every node.
 type Store struct {
 	Reader   client.Reader
+	Writer   client.Writer
 	Key      types.NamespacedName
 	Recorder record.EventRecorder
 
@@ -26,6 +34,50 @@ type Store struct {
 	version string
 	current Config
 	loaded  bool
+	// saved is the data last written to the last-good ConfigMap.
+	saved map[string]string
+}
+
+// LastGoodName is the ConfigMap, beside slo-controller-config, that holds
+// the last configuration koord-manager accepted.
+const LastGoodName = ConfigMapName + "-last-good"
+
+// fallback is the configuration to act on when none has been accepted since
+// the start: the last good one saved before, else the defaults.
+func (s *Store) fallback(ctx context.Context) Config {
+	var cm corev1.ConfigMap
+	if err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Key.Namespace, Name: LastGoodName}, &cm); err != nil {
+		if !apierrors.IsNotFound(err) {
+			klog.FromContext(ctx).Error(err, "reading the last good configuration; acting on the defaults", "configmap", klog.KRef(s.Key.Namespace, LastGoodName))
+		}
+		return Default()
+	}
+	cfg, err := Parse(&cm)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "the last good configuration does not parse; acting on the defaults", "configmap", klog.KRef(s.Key.Namespace, LastGoodName))
+		return Default()
+	}
+	klog.FromContext(ctx).Info("Acting on the last good configuration", "configmap", klog.KRef(s.Key.Namespace, LastGoodName))
+	s.saved = cm.Data
+	return cfg
+}
+
+// save keeps cm's data as the last good configuration.
+func (s *Store) save(ctx context.Context, cm *corev1.ConfigMap) {
+	if s.Writer == nil || maps.Equal(s.saved, cm.Data) {
+		return
+	}
+	good := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.Key.Namespace, Name: LastGoodName,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "koord-manager"}}, Data: cm.Data}
+	err := s.Writer.Update(ctx, good)
+	if apierrors.IsNotFound(err) {
+		err = s.Writer.Create(ctx, good)
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "saving the last good configuration; will retry on the next change", "configmap", klog.KRef(s.Key.Namespace, LastGoodName))
+		return
+	}
+	s.saved = maps.Clone(cm.Data)
 }
 
 // Get returns the configuration in force.
@@ -44,7 +96,7 @@ func (s *Store) Get(ctx context.Context) Config {
 	case err != nil:
 		klog.FromContext(ctx).Error(err, "reading the configuration; keeping the one in force", "configmap", s.Key)
 		if !s.loaded {
-			s.current, s.loaded = Default(), true
+			s.current, s.loaded = s.fallback(ctx), true
 		}
 		return s.current
 	}
@@ -55,7 +107,7 @@ func (s *Store) Get(ctx context.Context) Config {
 	cfg, err := Parse(&cm)
 	if err != nil {
 		if !s.loaded {
-			s.current, s.loaded = Default(), true
+			s.current, s.loaded = s.fallback(ctx), true
 		}
 		klog.FromContext(ctx).Error(err, "invalid configuration ignored; keeping the one in force", "configmap", s.Key)
 		if s.Recorder != nil {
@@ -64,5 +116,6 @@ func (s *Store) Get(ctx context.Context) Config {
 		return s.current
 	}
 	s.current, s.loaded = cfg, true
+	s.save(ctx, &cm)
 	return s.current
 }

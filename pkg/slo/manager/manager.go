@@ -6,23 +6,31 @@ package manager
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	"github.com/koord-project/koord/pkg/client/lenient"
 	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/slo/config"
 	"github.com/koord-project/koord/pkg/slo/index"
@@ -35,9 +43,14 @@ import (
 // Options are koord-manager's settings (its flags).
 type Options struct {
 	// Namespace holds the slo-controller-config ConfigMap and the leader lease.
-	Namespace      string
-	LeaderElect    bool
-	MetricsAddr    string
+	Namespace   string
+	LeaderElect bool
+	MetricsAddr string
+	// MetricsSecure serves /metrics over HTTPS (a self-signed certificate)
+	// to clients the API server authenticates and authorizes for GET
+	// /metrics (a TokenReview and a SubjectAccessReview per scrape): for a
+	// metrics address other pods can reach.
+	MetricsSecure  bool
 	HealthAddr     string
 	Gates          featuregate.FeatureGate
 	LeaderElection string // lease name
@@ -59,6 +72,24 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// lenientKinds are Koord's kinds the manager caches.
+var lenientKinds = map[reflect.Type]lenient.Kind{
+	reflect.TypeFor[*schedulingv1alpha1.Reservation](): {Resource: schedulingv1alpha1.SchemeGroupVersion.WithResource("reservations"),
+		New: func() runtime.Object { return &schedulingv1alpha1.Reservation{} }, NewList: func() runtime.Object { return &schedulingv1alpha1.ReservationList{} }},
+	reflect.TypeFor[*slov1alpha1.NodeMetric](): {Resource: slov1alpha1.SchemeGroupVersion.WithResource("nodemetrics"),
+		New: func() runtime.Object { return &slov1alpha1.NodeMetric{} }, NewList: func() runtime.Object { return &slov1alpha1.NodeMetricList{} }},
+	reflect.TypeFor[*slov1alpha1.NodeSLO](): {Resource: slov1alpha1.SchemeGroupVersion.WithResource("nodeslos"),
+		New: func() runtime.Object { return &slov1alpha1.NodeSLO{} }, NewList: func() runtime.Object { return &slov1alpha1.NodeSLOList{} }},
+}
+
+func metricsOptions(o Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: o.MetricsSecure}
+	if o.MetricsSecure {
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return m
+}
+
 // New builds the manager and registers the enabled controllers.
 func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	scheme, err := Scheme()
@@ -72,17 +103,41 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if o.LeaderElection == "" {
 		o.LeaderElection = "koord-manager"
 	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var recorder record.EventRecorder // set once the manager exists
+	var told sync.Map
+	refused := func(u *unstructured.Unstructured, err error) {
+		if _, seen := told.LoadOrStore(string(u.GetUID())+"/"+u.GetResourceVersion(), true); seen {
+			return
+		}
+		ctrl.Log.Error(err, "Ignoring an object that does not decode; fix or delete it", "kind", u.GetKind(), "name", u.GetName())
+		if recorder != nil {
+			recorder.Eventf(u, corev1.EventTypeWarning, "InvalidObject", "koord-manager ignores this object: %v", err)
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              o.LeaderElection,
 		LeaderElectionNamespace:       o.Namespace,
 		LeaderElectionReleaseOnCancel: true,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.HealthAddr,
 		Controller:                    ctrlconfig.Controller{SkipNameValidation: &o.InProcess},
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
+			// Koord's own kinds decode one object at a time: one that does
+			// not decode is skipped and reported, not a cache that never
+			// syncs (package lenient).
+			NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+				if k, ok := lenientKinds[reflect.TypeOf(obj)]; ok {
+					lw = lenient.ListWatch(dyn, k, nil, refused)
+				}
+				return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+			},
 			// The only ConfigMap read is our own configuration.
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
@@ -92,11 +147,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
+	recorder = mgr.GetEventRecorderFor("koord-manager")
 	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
 	store := &config.Store{
 		Reader:   mgr.GetClient(),
+		Writer:   mgr.GetClient(),
 		Key:      types.NamespacedName{Namespace: o.Namespace, Name: config.ConfigMapName},
 		Recorder: mgr.GetEventRecorderFor("koord-manager"),
 	}

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -173,15 +174,56 @@ func (r *Reconciler) ensurePlaceholder(ctx context.Context, res *schedulingv1alp
 	return "", client.IgnoreAlreadyExists(r.Client.Create(ctx, Placeholder(res, key)))
 }
 
+// PlaceholderImage is the placeholder's containers' image. A placeholder is
+// never bound (koord-scheduler's Reservation plugin binds first and deletes
+// it; the admission policy refuses its Binding otherwise), so it is never
+// pulled: it is set because a container must name one, and is the pause image
+// so that nothing of the template could run even then.
+const PlaceholderImage = "registry.k8s.io/pause:3.10"
+
 // Placeholder is the pod koord-scheduler places for a Pending reservation:
-// its template, scheduled by koord-scheduler, never bound. A template pinned
-// to a node (spec.nodeName) becomes a required node affinity, since a pod
-// with nodeName set skips the scheduler and goes straight to the kubelet.
+// the template's scheduling-relevant fields only (labels, resources, node
+// selection, affinity, tolerations, topology spread, host ports, priority),
+// scheduled by koord-scheduler, never bound. Nothing that gives a running
+// pod power comes with it: no service account token, volumes, host
+// namespaces, commands or security context. A template pinned to a node
+// (spec.nodeName) becomes a required node affinity, since a pod with
+// nodeName set skips the scheduler and goes straight to the kubelet.
 func Placeholder(res *schedulingv1alpha1.Reservation, key types.NamespacedName) *corev1.Pod {
-	spec := res.Spec.Template.Spec.DeepCopy()
-	spec.SchedulerName = SchedulerName
-	if n := spec.NodeName; n != "" {
-		spec.NodeName = ""
+	tmpl := res.Spec.Template.Spec.DeepCopy()
+	spec := corev1.PodSpec{
+		SchedulerName:                 SchedulerName,
+		NodeSelector:                  tmpl.NodeSelector,
+		Affinity:                      tmpl.Affinity,
+		Tolerations:                   tmpl.Tolerations,
+		TopologySpreadConstraints:     tmpl.TopologySpreadConstraints,
+		PriorityClassName:             tmpl.PriorityClassName,
+		Priority:                      tmpl.Priority,
+		PreemptionPolicy:              tmpl.PreemptionPolicy,
+		Overhead:                      tmpl.Overhead,
+		Resources:                     tmpl.Resources,
+		AutomountServiceAccountToken:  ptr.To(false),
+		EnableServiceLinks:            ptr.To(false),
+		TerminationGracePeriodSeconds: ptr.To[int64](0),
+		// Never run, never restarted: the scheduler deletes it once placed.
+		RestartPolicy: corev1.RestartPolicyNever,
+	}
+	inert := func(c corev1.Container) corev1.Container {
+		out := corev1.Container{Name: c.Name, Image: PlaceholderImage, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+		for _, p := range c.Ports {
+			if p.HostPort != 0 { // NodePorts places pods by the host ports they take
+				out.Ports = append(out.Ports, corev1.ContainerPort{ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIP: p.HostIP, Protocol: p.Protocol})
+			}
+		}
+		return out
+	}
+	for _, c := range tmpl.InitContainers {
+		spec.InitContainers = append(spec.InitContainers, inert(c))
+	}
+	for _, c := range tmpl.Containers {
+		spec.Containers = append(spec.Containers, inert(c))
+	}
+	if n := tmpl.NodeName; n != "" {
 		term := corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n}}}}
 		if spec.Affinity == nil {
 			spec.Affinity = &corev1.Affinity{}
@@ -198,8 +240,6 @@ func Placeholder(res *schedulingv1alpha1.Reservation, key types.NamespacedName) 
 			}
 		}
 	}
-	// Never run, never restarted: the scheduler deletes it once placed.
-	spec.RestartPolicy = corev1.RestartPolicyNever
 	annotations := map[string]string{reservationutil.PlaceholderAnnotation: res.Name}
 	for _, k := range []string{extension.AnnotationResourceSpec, extension.AnnotationNUMATopologySpec} {
 		if v, ok := res.Spec.Template.Annotations[k]; ok {
@@ -214,7 +254,7 @@ func Placeholder(res *schedulingv1alpha1.Reservation, key types.NamespacedName) 
 			Annotations:     annotations,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(res, schedulingv1alpha1.SchemeGroupVersion.WithKind("Reservation"))},
 		},
-		Spec: *spec,
+		Spec: spec,
 	}
 }
 
