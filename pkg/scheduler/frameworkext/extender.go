@@ -148,12 +148,7 @@ func (e *Extender) installLenient(h fwk.Handle) error {
 			rec.Eventf(u, nil, corev1.EventTypeWarning, "InvalidObject", "Decoding", "koord-scheduler ignores this object: %v", err)
 		}
 	}
-	kinds := map[runtime.Object]lenient.Kind{
-		&schedulingv1alpha1.Reservation{}: {Resource: schedulingv1alpha1.SchemeGroupVersion.WithResource("reservations"),
-			New: func() runtime.Object { return &schedulingv1alpha1.Reservation{} }, NewList: func() runtime.Object { return &schedulingv1alpha1.ReservationList{} }},
-		&slov1alpha1.NodeMetric{}: {Resource: slov1alpha1.SchemeGroupVersion.WithResource("nodemetrics"),
-			New: func() runtime.Object { return &slov1alpha1.NodeMetric{} }, NewList: func() runtime.Object { return &slov1alpha1.NodeMetricList{} }},
-	}
+	kinds := map[runtime.Object]lenient.Kind{&schedulingv1alpha1.Reservation{}: lenient.Reservations, &slov1alpha1.NodeMetric{}: lenient.NodeMetrics}
 	for obj, k := range kinds {
 		e.factory.InformerFor(obj, func(koordclientset.Interface, time.Duration) cache.SharedIndexInformer {
 			return lenient.Informer(dyn, k, nil, refused)

@@ -74,12 +74,9 @@ func Scheme() (*runtime.Scheme, error) {
 
 // lenientKinds are Koord's kinds the manager caches.
 var lenientKinds = map[reflect.Type]lenient.Kind{
-	reflect.TypeFor[*schedulingv1alpha1.Reservation](): {Resource: schedulingv1alpha1.SchemeGroupVersion.WithResource("reservations"),
-		New: func() runtime.Object { return &schedulingv1alpha1.Reservation{} }, NewList: func() runtime.Object { return &schedulingv1alpha1.ReservationList{} }},
-	reflect.TypeFor[*slov1alpha1.NodeMetric](): {Resource: slov1alpha1.SchemeGroupVersion.WithResource("nodemetrics"),
-		New: func() runtime.Object { return &slov1alpha1.NodeMetric{} }, NewList: func() runtime.Object { return &slov1alpha1.NodeMetricList{} }},
-	reflect.TypeFor[*slov1alpha1.NodeSLO](): {Resource: slov1alpha1.SchemeGroupVersion.WithResource("nodeslos"),
-		New: func() runtime.Object { return &slov1alpha1.NodeSLO{} }, NewList: func() runtime.Object { return &slov1alpha1.NodeSLOList{} }},
+	reflect.TypeFor[*schedulingv1alpha1.Reservation](): lenient.Reservations,
+	reflect.TypeFor[*slov1alpha1.NodeMetric]():         lenient.NodeMetrics,
+	reflect.TypeFor[*slov1alpha1.NodeSLO]():            lenient.NodeSLOs,
 }
 
 func metricsOptions(o Options) metricsserver.Options {

@@ -1,0 +1,18 @@
+package lenient
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+)
+
+// Koord's kinds, as the scheduler and koord-manager read them.
+var (
+	Reservations = Kind{Resource: schedulingv1alpha1.SchemeGroupVersion.WithResource("reservations"),
+		New: func() runtime.Object { return &schedulingv1alpha1.Reservation{} }, NewList: func() runtime.Object { return &schedulingv1alpha1.ReservationList{} }}
+	NodeMetrics = Kind{Resource: slov1alpha1.SchemeGroupVersion.WithResource("nodemetrics"),
+		New: func() runtime.Object { return &slov1alpha1.NodeMetric{} }, NewList: func() runtime.Object { return &slov1alpha1.NodeMetricList{} }}
+	NodeSLOs = Kind{Resource: slov1alpha1.SchemeGroupVersion.WithResource("nodeslos"),
+		New: func() runtime.Object { return &slov1alpha1.NodeSLO{} }, NewList: func() runtime.Object { return &slov1alpha1.NodeSLOList{} }}
+)

@@ -1,0 +1,83 @@
+package lenient
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+)
+
+func reservation(name, ttl string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Reservation",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"ttl": ttl, "owners": []any{map[string]any{"object": map[string]any{"name": "x"}}}},
+	}}
+}
+
+// One object that does not decode is skipped and reported; the others are
+// listed and watched as typed objects.
+func TestListWatchSkipsWhatDoesNotDecode(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
+		map[schema.GroupVersionResource]string{Reservations.Resource: "ReservationList"},
+		reservation("good", "1h"), reservation("banana", "banana"))
+	var refused []string
+	lw := ListWatch(client, Reservations, nil, func(u *unstructured.Unstructured, err error) {
+		refused = append(refused, u.GetName()+": "+err.Error())
+	})
+	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("one bad object failed the list: %v", err)
+	}
+	list := obj.(*schedulingv1alpha1.ReservationList)
+	if len(list.Items) != 1 || list.Items[0].Name != "good" || list.Items[0].Spec.TTL.Duration.Hours() != 1 {
+		t.Errorf("listed %+v, want only good with its 1h ttl", list.Items)
+	}
+	if len(refused) != 1 {
+		t.Fatalf("refused %v, want banana reported once", refused)
+	}
+
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	res := client.Resource(Reservations.Resource)
+	if _, err := res.Create(ctx, reservation("worse", "soon"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := res.Create(ctx, reservation("fine", "5m"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The fake replays what exists, then the creations: every event is a
+	// typed object, and worse never comes.
+	var seen []string
+	for name := ""; name != "fine"; {
+		e := <-w.ResultChan()
+		r, ok := e.Object.(*schedulingv1alpha1.Reservation)
+		if !ok || e.Type != watch.Added {
+			t.Fatalf("watch event %v %T, want typed Reservations added", e.Type, e.Object)
+		}
+		name = r.Name
+		seen = append(seen, name)
+	}
+	if slices.Contains(seen, "worse") || slices.Contains(seen, "banana") {
+		t.Errorf("watched %v: objects that do not decode came through", seen)
+	}
+	if !slices.ContainsFunc(refused, func(s string) bool {
+		return strings.HasPrefix(s, "worse: ") && strings.Contains(s, `invalid duration "soon"`)
+	}) {
+		t.Errorf("refused %v, want worse reported with its field's error", refused)
+	}
+}
