@@ -4,6 +4,7 @@ package chart
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -235,4 +236,46 @@ func toStrings(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// The trust model as the chart installs it (docs/security.md): the admission
+// policies, in the release's namespace; scheduler and manager as non-root;
+// koordlet writes only cgroups; koord-manager's metrics served securely.
+func TestTrustBoundaries(t *testing.T) {
+	objs := render(t, "--namespace", "custom")
+	policies := byKind(objs, "ValidatingAdmissionPolicy")
+	if len(policies) != 3 || len(byKind(objs, "ValidatingAdmissionPolicyBinding")) != 3 {
+		t.Fatalf("policies %s, want three with their bindings", names(policies))
+	}
+	for _, p := range policies {
+		text := fmt.Sprint(p.Object)
+		if strings.Contains(text, "koord-system") || !strings.Contains(text, "system:serviceaccount:custom:") {
+			t.Errorf("policy %s is not about the release's namespace: %s", p.GetName(), text)
+		}
+	}
+	if off := render(t, "--set", "admissionPolicies.enabled=false"); len(byKind(off, "ValidatingAdmissionPolicy")) != 0 {
+		t.Error("admissionPolicies.enabled=false still installs policies")
+	}
+	for _, name := range []string{"koord-scheduler", "koord-manager"} {
+		sc, _ := containers(t, named(t, objs, "Deployment", name))[0]["securityContext"].(map[string]any)
+		if sc["runAsNonRoot"] != true {
+			t.Errorf("%s: securityContext %v, want runAsNonRoot", name, sc)
+		}
+	}
+	koordlet := containers(t, named(t, objs, "DaemonSet", "koordlet"))[0]
+	mounts := map[string]bool{} // mount path → writable
+	for _, m := range koordlet["volumeMounts"].([]any) {
+		m := m.(map[string]any)
+		mounts[m["mountPath"].(string)] = m["readOnly"] != true
+	}
+	want := map[string]bool{"/host/sys": false, "/host/sys/fs/cgroup": true, "/host/proc": false, "/host/kubelet": false}
+	if fmt.Sprint(mounts) != fmt.Sprint(want) {
+		t.Errorf("koordlet mounts (path: writable) %v, want %v", mounts, want)
+	}
+	if args := strings.Join(toStrings(koordlet["args"]), " "); !strings.Contains(args, "--scheduler-names=koord-scheduler") {
+		t.Errorf("koordlet args %s lack --scheduler-names", args)
+	}
+	if args := strings.Join(toStrings(containers(t, named(t, objs, "Deployment", "koord-manager"))[0]["args"]), " "); !strings.Contains(args, "--metrics-secure=true") {
+		t.Errorf("koord-manager args %s do not serve metrics securely", args)
+	}
 }
