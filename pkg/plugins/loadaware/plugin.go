@@ -6,6 +6,7 @@ package loadaware
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,6 +69,9 @@ type Plugin struct {
 	// consumed) once the cache has the change.
 	rejected frameworkext.Rejected
 	logger   klog.Logger
+	// slowReports are the nodes whose NodeMetric asks for reports further
+	// apart than nodeMetricExpirationSeconds, each told once (slowReport).
+	slowReports sync.Map
 }
 
 // Name returns the plugin's name.
@@ -249,8 +253,34 @@ func (p *Plugin) onNodeMetric(obj any, deleted bool) {
 		return
 	}
 	p.cache.setMetric(nm.Name, nm)
+	p.slowReport(nm)
 	if nm.Status.NodeMetric != nil && nm.Status.UpdateTime != nil {
 		p.rejected.Activate(p.logger, p.handle)
+	}
+}
+
+// slowReport tells, once per node and interval, that a NodeMetric's report
+// interval (koord-manager's metricReportIntervalSeconds) is not shorter
+// than nodeMetricExpirationSeconds: every report of that node expires
+// before the next comes, and with filterExpiredNodeMetrics the node is
+// filtered out for good.
+func (p *Plugin) slowReport(nm *slov1alpha1.NodeMetric) {
+	interval := nm.Spec.CollectPolicy.ReportInterval()
+	if p.expiration <= 0 || interval < p.expiration {
+		p.slowReports.Delete(nm.Name)
+		return
+	}
+	if prev, told := p.slowReports.Swap(nm.Name, interval); told && prev == interval {
+		return
+	}
+	msg := fmt.Sprintf("reportIntervalSeconds %d is not shorter than LoadAwareScheduling's nodeMetricExpirationSeconds %d: each report expires before the next one; lower metricReportIntervalSeconds in slo-controller-config or raise nodeMetricExpirationSeconds",
+		int64(interval/time.Second), int64(p.expiration/time.Second))
+	p.logger.Info("NodeMetric reports too seldom", "nodeMetric", nm.Name, "reason", msg)
+	if p.handle == nil {
+		return
+	}
+	if rec := p.handle.EventRecorder(); rec != nil {
+		rec.Eventf(nm, nil, corev1.EventTypeWarning, "NodeMetricExpiresBeforeReport", "Scheduling", msg)
 	}
 }
 

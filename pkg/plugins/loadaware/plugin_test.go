@@ -634,3 +634,25 @@ func TestRejectionFiguresLogged(t *testing.T) {
 		}
 	}
 }
+
+// A NodeMetric that reports less often than its reports expire is named,
+// once: with filterExpiredNodeMetrics the node would otherwise stay
+// filtered out with no hint why.
+func TestSlowReportsNamed(t *testing.T) {
+	p := newPlugin(defaultArgs(t, nil), nil, (&clock{t0}).now) // nodeMetricExpirationSeconds 180
+	slow := metric("slow", t0, "1", "1Gi")
+	slow.Spec.CollectPolicy.ReportIntervalSeconds = ptr.To[int64](300)
+	p.onNodeMetric(slow, false)
+	p.onNodeMetric(metric("fine", t0, "1", "1Gi"), false)
+	if _, told := p.slowReports.Load("slow"); !told {
+		t.Error("a 300 s report interval against a 180 s expiration went unnoticed")
+	}
+	if _, told := p.slowReports.Load("fine"); told {
+		t.Error("a 60 s report interval was reported as too slow")
+	}
+	slow.Spec.CollectPolicy.ReportIntervalSeconds = ptr.To[int64](30)
+	p.onNodeMetric(slow, false)
+	if _, told := p.slowReports.Load("slow"); told {
+		t.Error("fixed interval still reported")
+	}
+}
