@@ -16,6 +16,7 @@ import (
 	nrtclientset "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/generated/clientset/versioned"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -101,6 +102,9 @@ func run(opts agent.Options, kubeconfig, metricsAddr string, pprof, publishNRT b
 		if opts.NRT, err = nrtclientset.NewForConfig(koordclient.JSON(cfg)); err != nil {
 			return err
 		}
+	}
+	if opts.Dynamic, err = dynamic.NewForConfig(koordclient.JSON(cfg)); err != nil {
+		return err
 	}
 	a, err := agent.New(client, koord, opts, reg)
 	if err != nil {

@@ -17,9 +17,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -32,9 +34,11 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
 	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
+	"github.com/koord-project/koord/pkg/client/lenient"
 	schedlisters "github.com/koord-project/koord/pkg/client/listers/scheduling/v1alpha1"
 	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/koordlet/cgroup"
@@ -74,6 +78,9 @@ type Options struct {
 	// Gates are the feature gates (features.New() defaults when nil): the
 	// QoS strategies run only where their gate is on.
 	Gates featuregate.FeatureGate
+	// Dynamic, when set, reads the NodeSLO and Reservations one object at a
+	// time (package lenient); without it, the typed clients (tests' fakes).
+	Dynamic dynamic.Interface
 	// SchedulerNames are koord-scheduler's profiles: only their pods'
 	// resource-status cpusets are applied (qos.VetClaims). Default
 	// koord-scheduler.
@@ -214,12 +221,27 @@ func New(client kubernetes.Interface, koord koordclientset.Interface, opts Optio
 	a.qos = qosState{gates: opts.Gates, evictor: &evict.Evictor{Client: client, Recorder: recorder, Total: evictions}}
 	// The node's own NodeSLO, and the reservations placed on the node (the
 	// CRD makes status.nodeName selectable): neither watch grows with the cluster.
-	sloFactory := koordinformers.NewSharedInformerFactoryWithOptions(koord, 0, koordinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	sloTweak := func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", opts.NodeName).String()
-	}))
-	resFactory := koordinformers.NewSharedInformerFactoryWithOptions(koord, 0, koordinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	}
+	resTweak := func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("status.nodeName", opts.NodeName).String()
-	}))
+	}
+	sloFactory := koordinformers.NewSharedInformerFactoryWithOptions(koord, 0, koordinformers.WithTweakListOptions(sloTweak))
+	resFactory := koordinformers.NewSharedInformerFactoryWithOptions(koord, 0, koordinformers.WithTweakListOptions(resTweak))
+	if opts.Dynamic != nil {
+		// One object that does not decode is skipped and reported, not a
+		// cache that never syncs (package lenient).
+		refused := func(u *unstructured.Unstructured, err error) {
+			a.faults.report(klog.Background(), "decode/"+string(u.GetUID())+"/"+u.GetResourceVersion(), err)
+		}
+		sloFactory.InformerFor(&slov1alpha1.NodeSLO{}, func(koordclientset.Interface, time.Duration) cache.SharedIndexInformer {
+			return lenient.Informer(opts.Dynamic, lenient.NodeSLOs, sloTweak, refused)
+		})
+		resFactory.InformerFor(&schedulingv1alpha1.Reservation{}, func(koordclientset.Interface, time.Duration) cache.SharedIndexInformer {
+			return lenient.Informer(opts.Dynamic, lenient.Reservations, resTweak, refused)
+		})
+	}
 	// Koord's CRDs may be missing (a chart toggled off, an API server still
 	// starting): these two are not waited for forever (see Run).
 	for _, inf := range []struct {
