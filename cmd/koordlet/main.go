@@ -36,6 +36,7 @@ func main() {
 		pprof       bool
 		publishNRT  bool
 		showVersion bool
+		secure      bool
 	)
 	fs := flag.NewFlagSet("koordlet", flag.ExitOnError)
 	fs.StringVar(&opts.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
@@ -51,7 +52,8 @@ func main() {
 	fs.DurationVar(&opts.MaxWindow, "max-aggregate-window", 30*time.Minute, "longest window of aggregatedNodeUsages; bounds the usage history kept")
 	fs.BoolVar(&publishNRT, "publish-node-resource-topology", false, "also publish the topology as a topology.node.k8s.io/v1alpha2 NodeResourceTopology (for topologySource: NodeResourceTopology; the CRD must be installed)")
 	fs.BoolVar(&opts.RunQueueLatency, "runqueue-latency", true, "measure each pod's run-queue latency with eBPF (needs BTF and CAP_BPF/CAP_PERFMON)")
-	fs.StringVar(&metricsAddr, "metrics-addr", ":9316", "address of /metrics and /healthz")
+	fs.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9316", "address of /metrics and /healthz; plain HTTP on localhost unless --metrics-secure")
+	fs.BoolVar(&secure, "metrics-secure", false, "serve HTTPS (self-signed) and /metrics only to clients authorized for GET /metrics (TokenReview and SubjectAccessReview); /healthz stays open; use it when --metrics-addr is reachable from other pods")
 	fs.BoolVar(&pprof, "enable-pprof", false, "serve /debug/pprof/ on --metrics-addr")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	schedulers := fs.String("scheduler-names", agent.DefaultSchedulerName, "comma-separated schedulerNames of koord-scheduler's profiles: only their pods' resource-status cpusets are applied")
@@ -67,14 +69,14 @@ func main() {
 	opts.RunQueueLatency = opts.RunQueueLatency && gates.Enabled(features.RunqueueLatency)
 	opts.Gates = gates
 	opts.SchedulerNames = strings.Split(*schedulers, ",")
-	if err := run(opts, kubeconfig, metricsAddr, pprof, publishNRT); err != nil {
+	if err := run(opts, kubeconfig, metricsAddr, pprof, publishNRT, secure); err != nil {
 		klog.ErrorS(err, "koordlet failed")
 		klog.Flush()
 		os.Exit(1)
 	}
 }
 
-func run(opts agent.Options, kubeconfig, metricsAddr string, pprof, publishNRT bool) error {
+func run(opts agent.Options, kubeconfig, metricsAddr string, pprof, publishNRT, secure bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var cfg *rest.Config
@@ -111,8 +113,15 @@ func run(opts agent.Options, kubeconfig, metricsAddr string, pprof, publishNRT b
 		return err
 	}
 	srv := &http.Server{Addr: metricsAddr, Handler: a.Handler(reg, pprof), ReadHeaderTimeout: 10 * time.Second}
+	serve := srv.ListenAndServe
+	if secure {
+		if err := secureServing(srv, cfg); err != nil {
+			return err
+		}
+		serve = func() error { return srv.ListenAndServeTLS("", "") }
+	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.ListenAndServe() }()
+	go func() { serveErr <- serve() }()
 	runErr := make(chan error, 1)
 	go func() { runErr <- a.Run(klog.NewContext(ctx, klog.Background())) }()
 	select {

@@ -20,6 +20,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -273,7 +274,7 @@ func TestKoordletBinaryWithShippedRBAC(t *testing.T) {
 	var out syncBuffer
 	cmd := exec.Command(commandBinary(t, "koordlet", "KOORDLET_BIN"), "--node-name=bin-1", "--kubeconfig="+kubeconfig,
 		"--sysfs-root="+sysfs, "--procfs-root="+fixture.procfs, "--cgroup-root="+fixture.cgroupRoot, "--kubelet-root-dir="+t.TempDir(),
-		"--collect-interval=100ms", fmt.Sprintf("--metrics-addr=127.0.0.1:%d", port), "-v=2")
+		"--collect-interval=100ms", fmt.Sprintf("--metrics-addr=127.0.0.1:%d", port), "--metrics-secure", "-v=2")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -295,16 +296,31 @@ func TestKoordletBinaryWithShippedRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no NodeMetric status for bin-1: %v", err)
 	}
-	client := &http.Client{Timeout: 5 * time.Second}
-	for path, want := range map[string]string{"/healthz": "ok", "/metrics": "koordlet_numa_info_syncs_total"} {
-		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+	// --metrics-secure: HTTPS, /healthz open to kubelet's probe, /metrics
+	// only to a token the API server says may GET /metrics.
+	reader := metricsReaderToken(t, ctx, cp)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for _, tc := range []struct {
+		path, token string
+		status      int
+		want        string
+	}{
+		{"/healthz", "", http.StatusOK, "ok"},
+		{"/metrics", "", http.StatusUnauthorized, ""},
+		{"/metrics", reader, http.StatusOK, "koordlet_numa_info_syncs_total"},
+	} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", port, tc.path), nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := client.Do(req)
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			t.Fatalf("%s: %v", tc.path, err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
-			t.Errorf("%s = %d, body lacks %q", path, resp.StatusCode, want)
+		if resp.StatusCode != tc.status || !strings.Contains(string(body), tc.want) {
+			t.Errorf("%s with token %v = %d, want %d and a body with %q", tc.path, tc.token != "", resp.StatusCode, tc.status, tc.want)
 		}
 	}
 	if strings.Contains(out.String(), "forbidden") {
@@ -319,4 +335,31 @@ func TestKoordletBinaryWithShippedRBAC(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("koordlet did not exit on SIGTERM")
 	}
+}
+
+// metricsReaderToken is the token of a ServiceAccount bound to the shipped
+// koord-metrics-reader ClusterRole, as a Prometheus would be.
+func metricsReaderToken(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) string {
+	t.Helper()
+	rbac, err := manifests.RBAC.ReadFile("rbac/koord-manager.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Apply(ctx, rbac); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client.CoreV1().ServiceAccounts("koord-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "prometheus"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "prometheus-koord-metrics"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "koord-metrics-reader"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "koord-system", Name: "prometheus"}}}
+	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cp.Client.CoreV1().ServiceAccounts("koord-system").CreateToken(ctx, "prometheus", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.Status.Token
 }
