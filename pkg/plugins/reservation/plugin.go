@@ -164,6 +164,12 @@ func (p *Plugin) onPod(obj any) {
 	if pod.Spec.NodeName != "" {
 		p.rejected.Forget(pod.UID)
 	}
+	if !p.ext.BoundHere(pod) {
+		// Its reservation-allocated, if any, is not this scheduler's
+		// record: a pod created with spec.nodeName and the annotation
+		// would otherwise take a reservation's room without being placed.
+		return
+	}
 	if p.cache.ObservePod(pod) {
 		p.changed()
 	}
