@@ -8,9 +8,16 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/pkg/features"
+	"github.com/koord-project/koord/pkg/slo/manager"
 )
 
 // startControlPlane starts a control plane that is stopped when the test ends.
@@ -61,4 +68,35 @@ profiles:
     pluginConfig:
       - name: LoadAwareScheduling
         args: ` + args + "\n"
+}
+
+// startManager runs koord-manager in this process until the test ends
+// (gcAfter: its reservationGCAfter, 0 for the default). The function it
+// returns restarts it as a new process would start: nothing carried over but
+// what is in the API server.
+func startManager(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, gcAfter time.Duration) (restart func()) {
+	t.Helper()
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "koord-system"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	ctrl.SetLogger(klog.NewKlogr())
+	var stop context.CancelFunc
+	var done chan error
+	start := func() {
+		var mgrCtx context.Context
+		mgrCtx, stop = context.WithCancel(ctx)
+		mgr, err := manager.New(mgrCtx, cp.Config, manager.Options{Namespace: "koord-system", MetricsAddr: "0", HealthAddr: "0", Gates: features.New(), InProcess: true, ReservationGCAfter: gcAfter})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done = make(chan error, 1)
+		go func() { done <- mgr.Start(mgrCtx) }()
+	}
+	start()
+	t.Cleanup(func() { stop(); <-done })
+	return func() {
+		stop()
+		<-done
+		start()
+	}
 }

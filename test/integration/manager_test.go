@@ -14,16 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/internal/topologytest"
-	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/slo/config"
-	"github.com/koord-project/koord/pkg/slo/manager"
 )
 
 func setSLOConfig(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, data map[string]string) {
@@ -96,15 +92,7 @@ func TestManagerBatchResources(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctrl.SetLogger(klog.NewKlogr())
-	mgrCtx, stop := context.WithCancel(ctx)
-	mgr, err := manager.New(mgrCtx, cp.Config, manager.Options{Namespace: "koord-system", MetricsAddr: "0", HealthAddr: "0", Gates: features.New(), InProcess: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mgrCtx) }()
-	t.Cleanup(func() { stop(); <-done })
+	restart := startManager(t, ctx, cp, 0)
 
 	// cpu: 10 cores × 60 % − system (3 − 1 = 2 cores) − web's usage 1 core = 3 cores;
 	// memory: 100Gi × 65 % − system 10Gi − web 10Gi = 45Gi. web is measured, so its
@@ -145,6 +133,19 @@ func TestManagerBatchResources(t *testing.T) {
 		t.Errorf("no InvalidConfig event naming the key: %v", err)
 	}
 	waitBatch(t, ctx, cp, "m1", 5000, -1)
+
+	// koord-manager restarts with the typo still there: it acts on the last
+	// configuration it accepted (kept in slo-controller-config-last-good),
+	// not on the defaults, which turn co-location off and would strip the
+	// node's batch resources.
+	restart()
+	if _, err := cp.Client.CoreV1().ConfigMaps("koord-system").Get(ctx, config.LastGoodName, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the last good configuration was not kept: %v", err)
+	}
+	for range 30 { // 3 s of reconciles after the restart
+		waitBatch(t, ctx, cp, "m1", 5000, -1)
+		time.Sleep(100 * time.Millisecond)
+	}
 
 	// koordlet stops reporting: after degradeTimeMinutes the node offers nothing.
 	if err := cp.ReportNodeMetric(ctx, "m1", nodeUsage, time.Now().Add(-20*time.Minute), web); err != nil {

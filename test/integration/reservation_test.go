@@ -13,36 +13,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/manifests"
-	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/plugins/numaresource"
-	"github.com/koord-project/koord/pkg/slo/manager"
 	"github.com/koord-project/koord/pkg/slo/reservationlifecycle"
 )
-
-// startManager runs koord-manager in-process until the test ends.
-func startManager(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, gcAfter time.Duration) {
-	t.Helper()
-	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "koord-system"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	ctrl.SetLogger(klog.NewKlogr())
-	mctx, stop := context.WithCancel(ctx)
-	mgr, err := manager.New(mctx, cp.Config, manager.Options{Namespace: "koord-system", MetricsAddr: "0", HealthAddr: "0", Gates: features.New(), InProcess: true, ReservationGCAfter: gcAfter})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() { stop(); <-done })
-}
 
 // reservationNode is a node whose LoadAwareScheduling thresholds are lifted
 // (the per-node annotation): these tests fill nodes by requests, which the
