@@ -701,4 +701,13 @@ func TestUntrustedSourcesIgnored(t *testing.T) {
 	if _, _, st := f.cycle(lsr("real", "4", "1Gi", nil)); !st["n1"].IsSuccess() {
 		t.Errorf("the forged claim kept a real pod off n1: %v", st["n1"].AsError())
 	}
+	// Even from a Koord pod, CPUs the node does not have are not counted.
+	huge := lsr("huge", "4", "1Gi", map[string]string{extension.AnnotationResourceStatus: `{"cpuset":"0-16383"}`})
+	huge.Spec.NodeName = "n1"
+	if err := f.p.state.ObservePod(huge); err == nil || !strings.Contains(err.Error(), "that node n1 does not have") {
+		t.Errorf("a claim on CPUs 0-16383 of a 4-CPU node: %v", err)
+	}
+	if held := f.p.state.Held("n1"); !held.IsEmpty() {
+		t.Errorf("the impossible claim holds %s", held)
+	}
 }

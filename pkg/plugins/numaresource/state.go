@@ -330,6 +330,12 @@ func (s *State) ObservePod(pod *corev1.Pod) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if n := s.nodes[pod.Spec.NodeName]; n != nil && n.topo != nil {
+		if missing := a.CPUs.Difference(n.topo.CPUs()); !missing.IsEmpty() {
+			return fmt.Errorf("pod %s/%s: annotation %s names CPUs %s that node %s does not have", pod.Namespace, pod.Name,
+				extension.AnnotationResourceStatus, missing, pod.Spec.NodeName)
+		}
+	}
 	return s.recordLocked(pod.Spec.NodeName, pod.UID, a, true)
 }
 
