@@ -82,14 +82,24 @@ func FuzzParseCPUSet(f *testing.F) {
 	})
 }
 
-// BenchmarkParseCPUSetHostile is the cost of the largest cpuset text
-// ParseCPUSet accepts, every range the whole id space.
+// BenchmarkParseCPUSetHostile is the cost of the forged 200 KB cpuset of
+// the trust-boundaries review (refused by its length) and of the largest
+// cpuset text ParseCPUSet accepts, every range the whole id space.
 func BenchmarkParseCPUSetHostile(b *testing.B) {
-	s := strings.TrimSuffix(strings.Repeat("0-16383,", MaxCPUSetLength/8), ",")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ParseCPUSet(s); err != nil {
-			b.Fatal(err)
-		}
+	for name, tc := range map[string]struct {
+		in      string
+		refused bool
+	}{
+		"refused-200KB":    {strings.Repeat("0-16383,", 25000) + "0", true},
+		"largest-accepted": {strings.TrimSuffix(strings.Repeat("0-16383,", MaxCPUSetLength/8), ","), false},
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ParseCPUSet(tc.in); (err != nil) != tc.refused {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
