@@ -145,6 +145,9 @@ func run(keep bool) error {
 	if err := reservationScene(ctx, cp); err != nil {
 		return fmt.Errorf("reservation scene: %w", err)
 	}
+	if err := trustScene(ctx, cp); err != nil {
+		return fmt.Errorf("trust scene: %w", err)
+	}
 	if err := sched.Err(); err != nil {
 		return err
 	}

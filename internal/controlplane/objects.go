@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
@@ -190,20 +191,26 @@ func (cp *ControlPlane) CreateNodeMetric(ctx context.Context, node string) error
 // usage, the pods' usage and the time of the report.
 func (cp *ControlPlane) ReportNodeMetric(ctx context.Context, node string, usage corev1.ResourceList, updated time.Time, pods ...*slov1alpha1.PodMetricInfo) error {
 	client := cp.Koord.SloV1alpha1().NodeMetrics()
-	nm, err := client.Get(ctx, node, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		nm, err = client.Create(ctx, &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
-	}
-	if err != nil {
+	// koord-manager, when running, creates and updates the same object:
+	// either may get there first.
+	return retry.OnError(retry.DefaultRetry, func(err error) bool {
+		return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
+	}, func() error {
+		nm, err := client.Get(ctx, node, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			nm, err = client.Create(ctx, &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
+		}
+		if err != nil {
+			return err
+		}
+		nm.Status = slov1alpha1.NodeMetricStatus{
+			UpdateTime: &metav1.Time{Time: updated},
+			NodeMetric: &slov1alpha1.NodeMetricInfo{NodeUsage: slov1alpha1.ResourceMap{ResourceList: usage}},
+			PodsMetric: pods,
+		}
+		_, err = client.UpdateStatus(ctx, nm, metav1.UpdateOptions{})
 		return err
-	}
-	nm.Status = slov1alpha1.NodeMetricStatus{
-		UpdateTime: &metav1.Time{Time: updated},
-		NodeMetric: &slov1alpha1.NodeMetricInfo{NodeUsage: slov1alpha1.ResourceMap{ResourceList: usage}},
-		PodsMetric: pods,
-	}
-	_, err = client.UpdateStatus(ctx, nm, metav1.UpdateOptions{})
-	return err
+	})
 }
 
 // PodsByNode counts the bound pods of a scheduler per node.
