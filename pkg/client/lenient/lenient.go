@@ -13,6 +13,7 @@ package lenient
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -80,7 +81,7 @@ func ListWatch(dyn dynamic.Interface, k Kind, tweak func(*metav1.ListOptions), r
 			if err != nil {
 				return nil, err
 			}
-			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+			return filter(w, func(e watch.Event) (watch.Event, bool) {
 				u, ok := e.Object.(*unstructured.Unstructured)
 				if !ok || e.Type == watch.Error {
 					return e, true
@@ -97,6 +98,45 @@ func ListWatch(dyn dynamic.Interface, k Kind, tweak func(*metav1.ListOptions), r
 			}), nil
 		},
 	}
+}
+
+// filteredWatch is watch.Filter that also ends when stopped while its
+// reader has gone: watch.Filter's goroutine stays blocked on its send for
+// good once the reflector stops reading (test/integration's teardown check
+// found it).
+type filteredWatch struct {
+	in   watch.Interface
+	out  chan watch.Event
+	done chan struct{}
+	once sync.Once
+}
+
+func filter(in watch.Interface, f func(watch.Event) (watch.Event, bool)) watch.Interface {
+	w := &filteredWatch{in: in, out: make(chan watch.Event), done: make(chan struct{})}
+	go func() {
+		defer close(w.out)
+		for e := range in.ResultChan() {
+			e, keep := f(e)
+			if !keep {
+				continue
+			}
+			select {
+			case w.out <- e:
+			case <-w.done:
+				return
+			}
+		}
+	}()
+	return w
+}
+
+func (w *filteredWatch) ResultChan() <-chan watch.Event { return w.out }
+
+func (w *filteredWatch) Stop() {
+	w.once.Do(func() {
+		close(w.done)
+		w.in.Stop()
+	})
 }
 
 func convert(k Kind, u *unstructured.Unstructured) (runtime.Object, error) {

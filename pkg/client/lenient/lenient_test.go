@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -80,4 +82,18 @@ func TestListWatchSkipsWhatDoesNotDecode(t *testing.T) {
 	}) {
 		t.Errorf("refused %v, want worse reported with its field's error", refused)
 	}
+}
+
+// Stopping the watch while nobody reads ends its goroutine.
+func TestWatchStopsWithoutReader(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{Reservations.Resource: "ReservationList"}, reservation("good", "1h"))
+	w, err := ListWatch(client, Reservations, nil, func(*unstructured.Unstructured, error) {}).WatchWithContext(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fake replays good; nobody reads it, and the reader stops.
+	time.Sleep(50 * time.Millisecond)
+	w.Stop()
 }

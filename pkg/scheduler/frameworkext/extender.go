@@ -42,6 +42,9 @@ type Extender struct {
 	mu      sync.Mutex
 	koord   koordclientset.Interface
 	factory koordinformers.SharedInformerFactory
+	// given is set when the Koord client was given (tests' fakes), not made
+	// from a plugin's handle.
+	given bool
 	// binders are the plugins whose Bind carries Koord's annotations.
 	binders map[string]bool
 	// holdsChanged are called when what reservations hold may have dropped.
@@ -58,7 +61,7 @@ func NewExtender() *Extender { return &Extender{binders: map[string]bool{}} }
 // NewExtenderWithClient is an extender on a given client (tests: a fake).
 func NewExtenderWithClient(c koordclientset.Interface) *Extender {
 	e := NewExtender()
-	e.koord = c
+	e.koord, e.given = c, true
 	return e
 }
 
@@ -114,13 +117,12 @@ func (e *Extender) Informers(h fwk.Handle) (koordinformers.SharedInformerFactory
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.factory == nil {
-		lenientToo := e.koord == nil // a given client is a test's fake
 		c, err := e.koordLocked(h)
 		if err != nil {
 			return nil, err
 		}
 		e.factory = koordinformers.NewSharedInformerFactory(c, 0)
-		if lenientToo {
+		if !e.given { // a given client is a test's fake: no dynamic client beside it
 			if err := e.installLenient(h); err != nil {
 				return nil, err
 			}
