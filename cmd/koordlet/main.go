@@ -44,6 +44,7 @@ func main() {
 	fs.StringVar(&opts.SysfsRoot, "sysfs-root", "/sys", "where the host's sysfs is mounted")
 	fs.StringVar(&opts.ProcfsRoot, "procfs-root", "/proc", "where the host's procfs is mounted")
 	fs.StringVar(&opts.KubeletRootDir, "kubelet-root-dir", "/var/lib/kubelet", "kubelet's --root-dir: config.yaml and cpu_manager_state are read from it")
+	fs.StringVar(&opts.KubeletPodResourcesSocket, "kubelet-pod-resources-socket", "", "kubelet's pod-resources API, asked for the CPUs kubelet pinned when cpu_manager_state is not under --kubelet-root-dir (default <kubelet-root-dir>/pod-resources/kubelet.sock)")
 	fs.StringVar(&opts.CgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the host's cgroup hierarchies are mounted")
 	fs.StringVar(&opts.KubeletCgroupRoot, "kubelet-cgroup-root", "", "kubelet's --cgroup-root, under which its kubepods cgroups are (default /)")
 	fs.DurationVar(&opts.SyncInterval, "topology-sync-interval", time.Minute, "how often the machine's CPU topology is re-read (CPU hotplug)")

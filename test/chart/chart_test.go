@@ -268,7 +268,7 @@ func TestTrustBoundaries(t *testing.T) {
 		m := m.(map[string]any)
 		mounts[m["mountPath"].(string)] = m["readOnly"] != true
 	}
-	want := map[string]bool{"/host/sys": false, "/host/sys/fs/cgroup": true, "/host/proc": false, "/host/kubelet": false, "/host/kubelet/pods": false}
+	want := map[string]bool{"/host/sys": false, "/host/sys/fs/cgroup": true, "/host/proc": false, "/host/kubelet/config.yaml": false, "/host/kubelet/pod-resources": false}
 	if fmt.Sprint(mounts) != fmt.Sprint(want) {
 		t.Errorf("koordlet mounts (path: writable) %v, want %v", mounts, want)
 	}

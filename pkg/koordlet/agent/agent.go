@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -81,6 +82,10 @@ type Options struct {
 	// Dynamic, when set, reads the NodeSLO and Reservations one object at a
 	// time (package lenient); without it, the typed clients (tests' fakes).
 	Dynamic dynamic.Interface
+	// KubeletPodResourcesSocket is kubelet's pod-resources API, asked for
+	// the CPUs kubelet pinned when its cpu_manager_state is not under
+	// KubeletRootDir (default <KubeletRootDir>/pod-resources/kubelet.sock).
+	KubeletPodResourcesSocket string
 	// SchedulerNames are koord-scheduler's profiles: only their pods'
 	// resource-status cpusets are applied (qos.VetClaims). Default
 	// koord-scheduler.
@@ -92,12 +97,14 @@ const DefaultSchedulerName = "koord-scheduler"
 
 // Agent is one koordlet.
 type Agent struct {
-	opts      Options
-	client    kubernetes.Interface
-	koord     koordclientset.Interface
-	collector *usage.Collector
-	latency   *latency // nil without eBPF
-	reg       prometheus.Registerer
+	opts Options
+	// podResources asks kubelet which CPUs it pinned (nil without a socket path).
+	podResources *topology.PodResources
+	client       kubernetes.Interface
+	koord        koordclientset.Interface
+	collector    *usage.Collector
+	latency      *latency // nil without eBPF
+	reg          prometheus.Registerer
 	// nextReport is when NodeMetric is next written (owned by Run).
 	nextReport time.Time
 	metrics    *metrics
@@ -156,6 +163,9 @@ func New(client kubernetes.Interface, koord koordclientset.Interface, opts Optio
 	if len(opts.SchedulerNames) == 0 {
 		opts.SchedulerNames = []string{DefaultSchedulerName}
 	}
+	if opts.KubeletPodResourcesSocket == "" && opts.KubeletRootDir != "" {
+		opts.KubeletPodResourcesSocket = filepath.Join(opts.KubeletRootDir, "pod-resources", "kubelet.sock")
+	}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
@@ -183,6 +193,9 @@ func New(client kubernetes.Interface, koord koordclientset.Interface, opts Optio
 		// Pods' histories cover the NodeMetric aggregation window; 10 minutes
 		// bounds what a controller may ask for.
 		collector: usage.NewCollector(opts.ProcfsRoot, opts.CollectInterval, opts.MaxWindow, 10*time.Minute), reg: reg}
+	if opts.KubeletPodResourcesSocket != "" {
+		a.podResources = &topology.PodResources{Socket: opts.KubeletPodResourcesSocket}
+	}
 
 	// Only this node's pods, this Node and this node's ConfigMap: the agent's
 	// watch cost does not grow with the cluster.
@@ -396,6 +409,21 @@ func (a *Agent) reconcile(ctx context.Context) {
 	}
 	a.faults.clear(logger, "kubelet")
 	pods := a.running()
+	if !k.FromState && a.podResources != nil && a.podResources.Available() {
+		byName, err := a.podResources.Pinned(ctx)
+		if err != nil {
+			// Without knowing kubelet's pins, the shared pool could
+			// overlap them: wait rather than pin wrongly.
+			a.faults.report(logger, "podresources", err)
+			return
+		}
+		a.faults.clear(logger, "podresources")
+		refs := make([]topology.PodRef, len(pods))
+		for i, p := range pods {
+			refs[i] = topology.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID}
+		}
+		k.AddPinned(byName, refs)
+	}
 	// Each pod's resource-status is read once per pass, for both uses.
 	bound, malformed := qos.Bound(pods)
 	for _, p := range pods {

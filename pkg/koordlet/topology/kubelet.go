@@ -21,6 +21,19 @@ type Kubelet struct {
 	Policy extension.KubeletCPUManagerPolicy
 	// Pinned is the CPUs kubelet's static policy gave each pod, by pod UID.
 	Pinned map[types.UID]cpuset.CPUSet
+	// FromState says Pinned came from cpu_manager_state; without that
+	// file, it is to be asked of the pod-resources API (PodResources).
+	FromState bool
+}
+
+// AddPinned records the CPUs the pod-resources API says kubelet pinned,
+// naming each pod by its UID among pods (this node's).
+func (k *Kubelet) AddPinned(byName map[types.NamespacedName]cpuset.CPUSet, pods []PodRef) {
+	for _, p := range pods {
+		if cpus, ok := byName[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}]; ok {
+			k.Pinned[p.UID] = cpus
+		}
+	}
 }
 
 // Kubelet's file names under its root directory (--root-dir, /var/lib/kubelet).
@@ -67,6 +80,7 @@ func ReadKubelet(root string) (*Kubelet, error) {
 	if err != nil {
 		return nil, err
 	}
+	k.FromState = true
 	// Every checkpoint version keeps the v2 fields (policyName, entries).
 	var cp cpustate.CPUManagerCheckpointV2
 	if err := json.Unmarshal(b, &cp); err != nil {
