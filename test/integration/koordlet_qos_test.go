@@ -245,15 +245,20 @@ func TestKoordletEvictsBEForMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal("the BE pod was not evicted")
 	}
-	evs, err := cp.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=batch"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Events are sent after the eviction, in the background.
 	var msgs []string
-	for _, e := range evs.Items {
-		msgs = append(msgs, e.Reason+": "+e.Message)
-	}
-	if !strings.Contains(strings.Join(msgs, "\n"), "BEMemoryEvict") {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		evs, err := cp.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=batch"})
+		if err != nil {
+			return false, nil
+		}
+		msgs = msgs[:0]
+		for _, e := range evs.Items {
+			msgs = append(msgs, e.Reason+": "+e.Message)
+		}
+		return strings.Contains(strings.Join(msgs, "\n"), "BEMemoryEvict"), nil
+	})
+	if err != nil {
 		t.Errorf("events of the evicted pod %q, want one naming BEMemoryEvict", msgs)
 	}
 	if p := mustPod(t, ctx, cp, "web"); p.DeletionTimestamp != nil || p.UID != web.UID {
