@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/slo/cleanup"
@@ -56,6 +57,7 @@ func main() {
 		return
 	}
 	ctrl.SetLogger(klog.NewKlogr())
+	ctrlmetrics.Registry.MustRegister(features.ReportNotImplemented(ctrl.Log, gates))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg, err := restConfig(kubeconfig)

@@ -96,6 +96,7 @@ func run(opts agent.Options, kubeconfig, metricsAddr string, pprof, publishNRT, 
 		return err
 	}
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(features.ReportNotImplemented(klog.Background(), opts.Gates))
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	koord, err := koordclient.New(cfg)
 	if err != nil {

@@ -60,9 +60,15 @@ var defaults = map[featuregate.Feature]featuregate.FeatureSpec{
 	GroupIdentity:   {Default: true, PreRelease: featuregate.Beta},
 }
 
-// Add registers Koord's gates on g (koord-scheduler adds them to
-// kube-scheduler's own gate so one --feature-gates flag takes both).
-func Add(g featuregate.MutableFeatureGate) error { return g.Add(defaults) }
+// Add registers Koord's gates, and Koordinator's that Koord accepts without
+// implementing them, on g (koord-scheduler adds them to kube-scheduler's own
+// gate so one --feature-gates flag takes both).
+func Add(g featuregate.MutableFeatureGate) error {
+	if err := g.Add(defaults); err != nil {
+		return err
+	}
+	return g.Add(koordinatorOnly)
+}
 
 // New is a gate with only Koord's features, for koordlet and koord-manager.
 func New() featuregate.MutableFeatureGate {
@@ -75,7 +81,7 @@ func New() featuregate.MutableFeatureGate {
 
 // Flag binds --feature-gates on fs to g.
 func Flag(fs *flag.FlagSet, g featuregate.MutableFeatureGate) {
-	fs.Func("feature-gates", "comma-separated Koord feature gates, e.g. BatchResource=false (known: "+known()+")",
+	fs.Func("feature-gates", "comma-separated Koord feature gates, e.g. BatchResource=false (known: "+known()+"; Koordinator's other gates are accepted and have no effect)",
 		func(s string) error { return g.Set(s) })
 }
 

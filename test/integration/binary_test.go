@@ -133,7 +133,9 @@ func TestBinaryWithShippedConfigAndRBAC(t *testing.T) {
 
 	port := freePort(t)
 	var out syncBuffer
-	cmd := exec.Command(koordSchedulerBinary(t), "--config", config, fmt.Sprintf("--secure-port=%d", port), "--bind-address=127.0.0.1", "-v=2")
+	// With Koordinator's gate names, as a Koordinator deployment passes them.
+	cmd := exec.Command(koordSchedulerBinary(t), "--config", config, fmt.Sprintf("--secure-port=%d", port), "--bind-address=127.0.0.1", "-v=2",
+		"--feature-gates=PodMutatingWebhook=true,SyncBarrier=true,BatchResource=true")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -182,6 +184,9 @@ func TestBinaryWithShippedConfigAndRBAC(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "is forbidden") {
 		t.Errorf("the shipped RBAC is missing a permission:\n%s", grepLines(out.String(), "is forbidden"))
+	}
+	if !strings.Contains(grepLines(out.String(), "Koord does not implement"), "SyncBarrier") {
+		t.Error("the Koordinator gate it does not implement (SyncBarrier) was not reported")
 	}
 
 	// A SIGTERM ends it cleanly and gives up the lease for the next replica.
@@ -274,7 +279,8 @@ func TestKoordletBinaryWithShippedRBAC(t *testing.T) {
 	var out syncBuffer
 	cmd := exec.Command(commandBinary(t, "koordlet", "KOORDLET_BIN"), "--node-name=bin-1", "--kubeconfig="+kubeconfig,
 		"--sysfs-root="+sysfs, "--procfs-root="+fixture.procfs, "--cgroup-root="+fixture.cgroupRoot, "--kubelet-root-dir="+t.TempDir(),
-		"--collect-interval=100ms", fmt.Sprintf("--metrics-addr=127.0.0.1:%d", port), "--metrics-secure", "-v=2")
+		"--collect-interval=100ms", fmt.Sprintf("--metrics-addr=127.0.0.1:%d", port), "--metrics-secure", "-v=2",
+		"--feature-gates=RdtResctrl=false,BECPUSuppress=true")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -308,6 +314,7 @@ func TestKoordletBinaryWithShippedRBAC(t *testing.T) {
 		{"/healthz", "", http.StatusOK, "ok"},
 		{"/metrics", "", http.StatusUnauthorized, ""},
 		{"/metrics", reader, http.StatusOK, "koordlet_numa_info_syncs_total"},
+		{"/metrics", reader, http.StatusOK, `koord_feature_gate_not_implemented{gate="RdtResctrl"} 0`},
 	} {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", port, tc.path), nil)
 		if tc.token != "" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	kubeschedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
@@ -72,6 +73,7 @@ KubeSchedulerConfiguration (--config), exactly as they configure kube-scheduler.
 				return err
 			}
 		}
+		legacyregistry.Registerer().MustRegister(features.ReportNotImplemented(klog.Background(), utilfeature.DefaultFeatureGate))
 		if f := c.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
 			return ValidateConfigFile(f.Value.String())
 		}
