@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -47,7 +49,45 @@ type LoadAwareSchedulingArgs struct {
 	Aggregated *LoadAwareSchedulingAggregatedArgs
 	// ScoringStrategy is LeastUsed (spread) or MostUsed (pack).
 	ScoringStrategy ScoringStrategy
+
+	// Koordinator's args Koord accepts and keeps but does not act on yet:
+	// a Koordinator configuration loads unchanged, and the plugin names
+	// the ones set at start (NotActedOn).
+	DominantResourceWeight            int64
+	ProdUsageIncludeSys               bool
+	Estimator                         string
+	EstimatedSecondsAfterPodScheduled *int64
+	EstimatedSecondsAfterInitialized  *int64
+	AllowCustomizeEstimation          bool
+	SupportedResources                []corev1.ResourceName
 }
+
+// NotActedOn names the Koordinator args set in a that Koord accepts but
+// does not act on yet, each as field=value.
+func (a *LoadAwareSchedulingArgs) NotActedOn() []string {
+	var out []string
+	add := func(set bool, field string, value any) {
+		if set {
+			out = append(out, fmt.Sprintf("%s=%v", field, value))
+		}
+	}
+	add(a.DominantResourceWeight != 0, "dominantResourceWeight", a.DominantResourceWeight)
+	add(a.ProdUsageIncludeSys, "prodUsageIncludeSys", a.ProdUsageIncludeSys)
+	add(a.Estimator != "" && a.Estimator != DefaultEstimator, "estimator", a.Estimator)
+	if v := a.EstimatedSecondsAfterPodScheduled; v != nil {
+		add(true, "estimatedSecondsAfterPodScheduled", *v)
+	}
+	if v := a.EstimatedSecondsAfterInitialized; v != nil {
+		add(true, "estimatedSecondsAfterInitialized", *v)
+	}
+	add(a.AllowCustomizeEstimation, "allowCustomizeEstimation", a.AllowCustomizeEstimation)
+	add(len(a.SupportedResources) > 0, "supportedResources", a.SupportedResources)
+	return out
+}
+
+// DefaultEstimator is Koordinator's estimator, the one Koord's estimate
+// follows (requests scaled by estimatedScalingFactors).
+const DefaultEstimator = "default"
 
 // LoadAwareSchedulingAggregatedArgs picks aggregated usages from NodeMetric.
 type LoadAwareSchedulingAggregatedArgs struct {

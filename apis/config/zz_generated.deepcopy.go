@@ -88,6 +88,21 @@ func (in *LoadAwareSchedulingArgs) DeepCopyInto(out *LoadAwareSchedulingArgs) {
 		*out = new(LoadAwareSchedulingAggregatedArgs)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.EstimatedSecondsAfterPodScheduled != nil {
+		in, out := &in.EstimatedSecondsAfterPodScheduled, &out.EstimatedSecondsAfterPodScheduled
+		*out = new(int64)
+		**out = **in
+	}
+	if in.EstimatedSecondsAfterInitialized != nil {
+		in, out := &in.EstimatedSecondsAfterInitialized, &out.EstimatedSecondsAfterInitialized
+		*out = new(int64)
+		**out = **in
+	}
+	if in.SupportedResources != nil {
+		in, out := &in.SupportedResources, &out.SupportedResources
+		*out = make([]v1.ResourceName, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

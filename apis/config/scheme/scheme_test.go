@@ -195,3 +195,31 @@ func TestNodeNUMAResourceArgs(t *testing.T) {
 		}
 	}
 }
+
+// Koordinator's LoadAwareScheduling args that koord-scheduler refused at
+// start decode, validate, are kept, and are named as not acted on yet.
+func TestKoordinatorLoadAwareArgsAccepted(t *testing.T) {
+	got := loadAwareArgs(t, `{estimator: default, dominantResourceWeight: 2, prodUsageIncludeSys: true,
+          estimatedSecondsAfterPodScheduled: 120, estimatedSecondsAfterInitialized: 30, allowCustomizeEstimation: true,
+          supportedResources: [kubernetes.io/batch-cpu]}`)
+	if err := validation.ValidateLoadAwareSchedulingArgs(field.NewPath("args"), got); err != nil {
+		t.Fatalf("Koordinator's args refused: %v", err)
+	}
+	if got.DominantResourceWeight != 2 || !got.ProdUsageIncludeSys || got.EstimatedSecondsAfterPodScheduled == nil || *got.EstimatedSecondsAfterPodScheduled != 120 ||
+		got.EstimatedSecondsAfterInitialized == nil || *got.EstimatedSecondsAfterInitialized != 30 || !got.AllowCustomizeEstimation || len(got.SupportedResources) != 1 {
+		t.Errorf("args not kept: %+v", got)
+	}
+	want := []string{"dominantResourceWeight=2", "prodUsageIncludeSys=true", "estimatedSecondsAfterPodScheduled=120",
+		"estimatedSecondsAfterInitialized=30", "allowCustomizeEstimation=true", "supportedResources=[kubernetes.io/batch-cpu]"}
+	if diff := cmp.Diff(want, got.NotActedOn()); diff != "" {
+		t.Errorf("NotActedOn (-want +got):\n%s", diff)
+	}
+	// Out of range is still an error naming the field.
+	bad := loadAwareArgs(t, `{estimator: magic, dominantResourceWeight: -1, estimatedSecondsAfterInitialized: -5}`)
+	err := validation.ValidateLoadAwareSchedulingArgs(field.NewPath("args"), bad)
+	for _, f := range []string{"args.estimator", "args.dominantResourceWeight", "args.estimatedSecondsAfterInitialized"} {
+		if err == nil || !strings.Contains(err.Error(), f) {
+			t.Errorf("%v, want an error naming %s", err, f)
+		}
+	}
+}

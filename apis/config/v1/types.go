@@ -27,6 +27,16 @@ type LoadAwareSchedulingArgs struct {
 	EstimatedScalingFactors              map[corev1.ResourceName]int64      `json:"estimatedScalingFactors,omitempty"`
 	Aggregated                           *LoadAwareSchedulingAggregatedArgs `json:"aggregated,omitempty"`
 	ScoringStrategy                      ScoringStrategy                    `json:"scoringStrategy,omitempty"`
+
+	// Koordinator's args Koord accepts and keeps but does not act on yet
+	// (the plugin names the ones set at start).
+	DominantResourceWeight            int64                 `json:"dominantResourceWeight,omitempty"`
+	ProdUsageIncludeSys               bool                  `json:"prodUsageIncludeSys,omitempty"`
+	Estimator                         string                `json:"estimator,omitempty"`
+	EstimatedSecondsAfterPodScheduled *int64                `json:"estimatedSecondsAfterPodScheduled,omitempty"`
+	EstimatedSecondsAfterInitialized  *int64                `json:"estimatedSecondsAfterInitialized,omitempty"`
+	AllowCustomizeEstimation          bool                  `json:"allowCustomizeEstimation,omitempty"`
+	SupportedResources                []corev1.ResourceName `json:"supportedResources,omitempty"`
 }
 
 // LoadAwareSchedulingAggregatedArgs picks aggregated usages from NodeMetric.

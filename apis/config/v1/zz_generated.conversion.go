@@ -156,6 +156,13 @@ func autoConvert_v1_LoadAwareSchedulingArgs_To_config_LoadAwareSchedulingArgs(in
 		out.Aggregated = nil
 	}
 	out.ScoringStrategy = config.ScoringStrategy(in.ScoringStrategy)
+	out.DominantResourceWeight = in.DominantResourceWeight
+	out.ProdUsageIncludeSys = in.ProdUsageIncludeSys
+	out.Estimator = in.Estimator
+	out.EstimatedSecondsAfterPodScheduled = (*int64)(unsafe.Pointer(in.EstimatedSecondsAfterPodScheduled))
+	out.EstimatedSecondsAfterInitialized = (*int64)(unsafe.Pointer(in.EstimatedSecondsAfterInitialized))
+	out.AllowCustomizeEstimation = in.AllowCustomizeEstimation
+	out.SupportedResources = *(*[]corev1.ResourceName)(unsafe.Pointer(&in.SupportedResources))
 	return nil
 }
 
@@ -191,6 +198,13 @@ func autoConvert_config_LoadAwareSchedulingArgs_To_v1_LoadAwareSchedulingArgs(in
 		out.Aggregated = nil
 	}
 	out.ScoringStrategy = ScoringStrategy(in.ScoringStrategy)
+	out.DominantResourceWeight = in.DominantResourceWeight
+	out.ProdUsageIncludeSys = in.ProdUsageIncludeSys
+	out.Estimator = in.Estimator
+	out.EstimatedSecondsAfterPodScheduled = (*int64)(unsafe.Pointer(in.EstimatedSecondsAfterPodScheduled))
+	out.EstimatedSecondsAfterInitialized = (*int64)(unsafe.Pointer(in.EstimatedSecondsAfterInitialized))
+	out.AllowCustomizeEstimation = in.AllowCustomizeEstimation
+	out.SupportedResources = *(*[]corev1.ResourceName)(unsafe.Pointer(&in.SupportedResources))
 	return nil
 }
 

@@ -29,6 +29,17 @@ func ValidateLoadAwareSchedulingArgs(path *field.Path, args *config.LoadAwareSch
 	default:
 		errs = append(errs, field.NotSupported(path.Child("scoringStrategy"), args.ScoringStrategy, []string{string(config.LeastUsed), string(config.MostUsed)}))
 	}
+	if args.DominantResourceWeight < 0 || args.DominantResourceWeight > 100 {
+		errs = append(errs, field.Invalid(path.Child("dominantResourceWeight"), args.DominantResourceWeight, "must be in the range [0, 100]"))
+	}
+	if args.Estimator != "" && args.Estimator != config.DefaultEstimator {
+		errs = append(errs, field.NotSupported(path.Child("estimator"), args.Estimator, []string{config.DefaultEstimator}))
+	}
+	for name, v := range map[string]*int64{"estimatedSecondsAfterPodScheduled": args.EstimatedSecondsAfterPodScheduled, "estimatedSecondsAfterInitialized": args.EstimatedSecondsAfterInitialized} {
+		if v != nil && *v < 0 {
+			errs = append(errs, field.Invalid(path.Child(name), *v, "must not be negative"))
+		}
+	}
 	if a := args.Aggregated; a != nil {
 		p := path.Child("aggregated")
 		errs = append(errs, validateRange(p.Child("usageThresholds"), a.UsageThresholds, 0, 100)...)

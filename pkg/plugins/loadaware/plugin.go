@@ -6,6 +6,7 @@ package loadaware
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -77,6 +80,16 @@ type Plugin struct {
 // Name returns the plugin's name.
 func (p *Plugin) Name() string { return Name }
 
+// argsNotActedOn lists the Koordinator args a profile set that Koord accepts
+// without acting on them yet.
+var argsNotActedOn = metrics.NewGaugeVec(&metrics.GaugeOpts{
+	Name:           "koord_scheduler_plugin_arg_not_implemented",
+	Help:           "1 for each Koordinator plugin arg a profile sets that koord-scheduler accepts but does not act on yet.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"plugin", "arg"})
+
+func init() { legacyregistry.MustRegister(argsNotActedOn) }
+
 // New builds the plugin from its typed args and starts watching NodeMetrics
 // (the extender's informer) and assigned pods, so that its view is rebuilt
 // from the API server on start.
@@ -90,6 +103,13 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, ext *frameworkex
 	}
 	p := newPlugin(args, h, time.Now)
 	p.logger = klog.FromContext(ctx).WithName(Name)
+	if unused := args.NotActedOn(); len(unused) > 0 {
+		p.logger.Info("Koordinator args accepted that Koord does not act on yet", "args", unused)
+		for _, a := range unused {
+			field, _, _ := strings.Cut(a, "=")
+			argsNotActedOn.WithLabelValues(Name, field).Set(1)
+		}
+	}
 	factory, err := ext.Informers(h)
 	if err != nil {
 		return nil, err
