@@ -79,7 +79,7 @@ func Derive(r *schedulingv1alpha1.Reservation, pods []*corev1.Pod) ([]corev1.Obj
 			allocated[name] = sum
 		}
 	}
-	if r.Spec.AllocatePolicy == schedulingv1alpha1.ReservationAllocatePolicyAligned {
+	if r.Spec.AllocatePolicy.IsAligned() {
 		// Aligned owners took the rest of their requests from the node.
 		held := r.Status.Allocatable
 		if held == nil {

@@ -260,7 +260,7 @@ func defaultBinderFirst(t *testing.T) []byte {
 	config := string(manifests.SchedulerConfig)
 	for _, block := range []string{
 		"      bind:\n        enabled:\n          - name: Reservation\n          - name: NodeNUMAResource\n",
-		"          - name: Reservation\n            weight: 1\n",
+		"          - name: Reservation\n            # Koordinator's weight: an owner goes to the node holding its\n            # reservation even where other plugins score another node higher.\n            weight: 5000\n",
 	} {
 		if !strings.Contains(config, block) {
 			t.Fatalf("the shipped config lacks %q", block)

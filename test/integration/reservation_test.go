@@ -226,6 +226,8 @@ func TestReservationSurvivesSchedulerRestart(t *testing.T) {
 	multi := newReservation("shared", "3", ownersByLabel("app", "web"))
 	no := false
 	multi.Spec.AllocateOnce = &no
+	// Owners only within it, so that over-use would show.
+	multi.Spec.AllocatePolicy = schedulingv1alpha1.ReservationAllocatePolicyRestricted
 	if _, err := cp.Koord.SchedulingV1alpha1().Reservations().Create(ctx, multi, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

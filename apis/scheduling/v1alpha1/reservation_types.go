@@ -31,8 +31,15 @@ type ReservationOwner struct {
 // +kubebuilder:validation:Enum="";Aligned;Restricted
 type ReservationAllocatePolicy string
 
+// IsAligned says whether owners take what the reservation has left and the
+// rest of their requests from the node: Aligned, and the empty policy.
+func (p ReservationAllocatePolicy) IsAligned() bool {
+	return p == ReservationAllocatePolicyAligned || p == ReservationAllocatePolicyDefault
+}
+
 const (
-	// ReservationAllocatePolicyDefault lets owners use reserved and free node resources.
+	// ReservationAllocatePolicyDefault is Aligned, as Koordinator treats it
+	// (it deprecated the empty policy in its favour).
 	ReservationAllocatePolicyDefault ReservationAllocatePolicy = ""
 	// ReservationAllocatePolicyAligned uses the reservation first, then free node resources.
 	ReservationAllocatePolicyAligned ReservationAllocatePolicy = "Aligned"

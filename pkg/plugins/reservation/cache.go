@@ -318,7 +318,7 @@ func (c *Cache) Assume(uid types.UID, pod *corev1.Pod) error {
 	}
 	want := reservationutil.Allocation(e.r, pod)
 	left := reservationutil.Remaining(e.allocatable, e.allocatedLocked(pod.UID))
-	aligned := e.r.Spec.AllocatePolicy == schedulingv1alpha1.ReservationAllocatePolicyAligned
+	aligned := e.r.Spec.AllocatePolicy.IsAligned()
 	for name, q := range want {
 		if l := left[name]; q.Cmp(l) > 0 {
 			if !aligned {

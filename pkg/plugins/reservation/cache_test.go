@@ -30,6 +30,8 @@ func available(name, node, cpus string) *schedulingv1alpha1.Reservation {
 			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu(cpus)}}}}},
 			// Every pod may own it (an empty selector).
 			Owners: []schedulingv1alpha1.ReservationOwner{{LabelSelector: &metav1.LabelSelector{}}},
+			// Owners stay within it: most tests count what it holds exactly.
+			AllocatePolicy: schedulingv1alpha1.ReservationAllocatePolicyRestricted,
 		},
 		Status: schedulingv1alpha1.ReservationStatus{Phase: schedulingv1alpha1.ReservationAvailable, NodeName: node, Allocatable: cpu(cpus)},
 	}

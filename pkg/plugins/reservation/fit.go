@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/koord-project/koord/apis/extension"
-	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	"github.com/koord-project/koord/pkg/reservationutil"
 )
 
@@ -105,9 +104,9 @@ func choose(views []View, pod *corev1.Pod, req corev1.ResourceList, reqMilliCPU,
 }
 
 // aligned says whether owners may take what the reservation has left and
-// the rest of their requests from the node (allocatePolicy Aligned).
+// the rest of their requests from the node (allocatePolicy Aligned or empty).
 func (v *View) aligned() bool {
-	return v.Reservation.Spec.AllocatePolicy == schedulingv1alpha1.ReservationAllocatePolicyAligned
+	return v.Reservation.Spec.AllocatePolicy.IsAligned()
 }
 
 func (c *choice) hold(v *View) {

@@ -337,12 +337,18 @@ func TestAlignedTakesTheRestFromTheNode(t *testing.T) {
 		}
 	}
 
-	// Without Aligned, the same owner does not fit the reservation and is
-	// a stranger beside both.
-	plain := withOwners(available("aligned", "n1", "1"), "web")
-	_, st = run(t, testPlugin(plain, other), appPod("web-2", "web", "2"), ni)
+	// Restricted, the same owner does not fit the reservation and is a
+	// stranger beside both.
+	restricted := withOwners(available("aligned", "n1", "1"), "web")
+	_, st = run(t, testPlugin(restricted, other), appPod("web-2", "web", "2"), ni)
 	if st.IsSuccess() || !strings.Contains(st.Message(), "reservations hold 2500m") {
-		t.Errorf("default policy: %v", st.AsError())
+		t.Errorf("Restricted: %v", st.AsError())
+	}
+	// The empty policy is Aligned, as Koordinator treats it.
+	empty := withOwners(available("aligned", "n1", "1"), "web")
+	empty.Spec.AllocatePolicy = schedulingv1alpha1.ReservationAllocatePolicyDefault
+	if _, st := run(t, testPlugin(empty, other), appPod("web-2", "web", "2"), ni); !st.IsSuccess() {
+		t.Errorf(`allocatePolicy "": %v, want Aligned's answer`, st.AsError())
 	}
 }
 
