@@ -139,23 +139,6 @@ func (c *usageCache) setMetric(nodeName string, m *slov1alpha1.NodeMetric) {
 	c.forgetIfUnused(n)
 }
 
-// setMetricIfNewer records m unless the cache holds a report at least as
-// recent: two informers deliver NodeMetrics (the plugin's and the
-// scheduler's), in no particular order relative to each other.
-func (c *usageCache) setMetricIfNewer(m *slov1alpha1.NodeMetric) {
-	if m == nil || m.Status.UpdateTime == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.node(m.Name)
-	if n.metric != nil && n.metric.Status.UpdateTime != nil && !n.metric.Status.UpdateTime.Before(m.Status.UpdateTime) {
-		return
-	}
-	n.metric = m
-	c.refresh(n)
-}
-
 // assign records a pod on a node. since is kept from an earlier record of the
 // same pod on the same node, so that an update does not make it "new" again.
 // est is the pod's estimate where the caller has worked it out (Reserve has
