@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/internal/topologytest"
@@ -95,6 +96,18 @@ func start(t *testing.T, ctx context.Context) *cluster {
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pods"},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "tenant", Name: "dev"}}}
 	if _, err := cp.Client.RbacV1().RoleBindings("tenant").Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Reservations are cluster-scoped: a tenant who may make them has a ClusterRole.
+	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "tenant-reservations"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"scheduling.koordinator.sh"}, Resources: []string{"reservations"}, Verbs: []string{"get", "create", "update", "patch"}}}}
+	if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tenant-reservations"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "tenant-reservations"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "tenant", Name: "dev"}}}
+	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c := &cluster{ControlPlane: cp, tenant: kubernetes.NewForConfigOrDie(c0(cp, token(t, ctx, cp, "tenant", "dev", nil)))}
@@ -206,6 +219,24 @@ func TestTenantCannotForgeSchedulingAnnotations(t *testing.T) {
 	list, _ := c.Client.CoreV1().Pods("tenant").List(ctx, metav1.ListOptions{})
 	if len(list.Items) != 1 {
 		t.Errorf("tenant namespace holds %d pods, want only the honest one", len(list.Items))
+	}
+
+	// A Reservation claiming CPUs (its resource-status keeps them off the
+	// shared pool on its node) is refused too; without it, it is accepted.
+	tenantKoord, err := koordclient.New(c0(c.ControlPlane, token(t, ctx, c.ControlPlane, "tenant", "dev", nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &schedulingv1alpha1.Reservation{ObjectMeta: metav1.ObjectMeta{Name: "mine", Annotations: map[string]string{extension.AnnotationResourceStatus: `{"cpuset":"0-7"}`}},
+		Spec: schedulingv1alpha1.ReservationSpec{
+			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}}},
+			Owners:   []schedulingv1alpha1.ReservationOwner{{Object: &corev1.ObjectReference{Namespace: "tenant", Name: "x"}}},
+		}}
+	_, err = tenantKoord.SchedulingV1alpha1().Reservations().Create(ctx, r, metav1.CreateOptions{})
+	refused(t, "creating a Reservation with resource-status", err, "only koord-scheduler may set or change annotation "+extension.AnnotationResourceStatus)
+	r.Annotations = nil
+	if _, err := tenantKoord.SchedulingV1alpha1().Reservations().Create(ctx, r, metav1.CreateOptions{}); err != nil {
+		t.Errorf("an ordinary Reservation is refused: %v", err)
 	}
 
 	// koord-scheduler itself may: it is what records the CPUs it chose.
