@@ -46,6 +46,11 @@ const (
 	BatchCPU = "kubernetes.io/batch-cpu"
 	// BatchMemory is in bytes.
 	BatchMemory = "kubernetes.io/batch-memory"
+	// MidCPU is in milli-cores: what prod pods requested but are predicted
+	// not to use, offered to koord-mid pods.
+	MidCPU = "kubernetes.io/mid-cpu"
+	// MidMemory is in bytes.
+	MidMemory = "kubernetes.io/mid-memory"
 )
 
 // The koordlet numa-info ConfigMap: kube-system/<node>-numa-info.

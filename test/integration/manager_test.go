@@ -139,7 +139,7 @@ func TestManagerBatchResources(t *testing.T) {
 	// not on the defaults, which turn co-location off and would strip the
 	// node's batch resources.
 	restart()
-	if _, err := cp.Client.CoreV1().ConfigMaps("koord-system").Get(ctx, config.LastGoodName, metav1.GetOptions{}); err != nil {
+	if _, err := cp.Client.CoreV1().ConfigMaps("koord-system").Get(ctx, config.LastGoodName(config.ConfigMapName), metav1.GetOptions{}); err != nil {
 		t.Fatalf("the last good configuration was not kept: %v", err)
 	}
 	for range 30 { // 3 s of reconciles after the restart

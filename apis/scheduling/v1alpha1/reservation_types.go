@@ -79,10 +79,37 @@ type ReservationSpec struct {
 	// Taints keep owners off unless they tolerate them.
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
+	// PreAllocation lets the reservation be placed on resources running pods
+	// still hold, taking them over as those pods end (phase Waiting until then).
+	// +optional
+	PreAllocation bool `json:"preAllocation,omitempty"`
+	// PreAllocationPolicy says which running pods may be pre-allocated.
+	// +optional
+	PreAllocationPolicy *PreAllocationPolicy `json:"preAllocationPolicy,omitempty"`
 }
 
+// PreAllocationPolicy says which running pods a reservation may pre-allocate.
+type PreAllocationPolicy struct {
+	// Mode is Default (the reservation's owners) or Cluster (cluster-wide selectors).
+	// +kubebuilder:default="Default"
+	// +optional
+	Mode PreAllocationMode `json:"mode,omitempty"`
+	// EnableMultiple allows pre-allocating more than one pod.
+	// +optional
+	EnableMultiple bool `json:"enableMultiple,omitempty"`
+}
+
+// PreAllocationMode picks the pods a reservation may pre-allocate.
+// +kubebuilder:validation:Enum=Default;Cluster
+type PreAllocationMode string
+
+const (
+	PreAllocationModeDefault PreAllocationMode = "Default"
+	PreAllocationModeCluster PreAllocationMode = "Cluster"
+)
+
 // ReservationPhase is where a reservation is in its life.
-// +kubebuilder:validation:Enum=Pending;Available;Succeeded;Failed
+// +kubebuilder:validation:Enum=Pending;Available;Waiting;Succeeded;Failed
 type ReservationPhase string
 
 const (
@@ -90,6 +117,9 @@ const (
 	ReservationPending ReservationPhase = "Pending"
 	// ReservationAvailable holds resources on status.nodeName.
 	ReservationAvailable ReservationPhase = "Available"
+	// ReservationWaiting is placed, but what it reserves is still held by the
+	// pods it pre-allocated (Koordinator's preAllocation).
+	ReservationWaiting ReservationPhase = "Waiting"
 	// ReservationSucceeded was consumed by its owners.
 	ReservationSucceeded ReservationPhase = "Succeeded"
 	// ReservationFailed expired or lost its node.

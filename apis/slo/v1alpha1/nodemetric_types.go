@@ -50,7 +50,20 @@ type NodeMetricCollectPolicy struct {
 	// NodeAggregatePolicy lists the windows of aggregatedNodeUsages.
 	// +optional
 	NodeAggregatePolicy *AggregatePolicy `json:"nodeAggregatePolicy,omitempty"`
+	// NodeMemoryCollectPolicy is whether memory usage counts page cache.
+	// +optional
+	NodeMemoryCollectPolicy *NodeMemoryCollectPolicy `json:"nodeMemoryCollectPolicy,omitempty"`
 }
+
+// NodeMemoryCollectPolicy is how koordlet counts a node's memory usage.
+// +kubebuilder:validation:Enum=usageWithoutPageCache;usageWithHotPageCache;usageWithPageCache
+type NodeMemoryCollectPolicy string
+
+const (
+	UsageWithoutPageCache NodeMemoryCollectPolicy = "usageWithoutPageCache"
+	UsageWithHotPageCache NodeMemoryCollectPolicy = "usageWithHotPageCache"
+	UsageWithPageCache    NodeMemoryCollectPolicy = "usageWithPageCache"
+)
 
 // NodeMetricSpec is the collection policy for one node.
 type NodeMetricSpec struct {
@@ -74,6 +87,8 @@ type NUMANodeUsage struct {
 	NUMANodeID int32 `json:"numaNodeID"`
 	// +optional
 	NodeUsage ResourceMap `json:"nodeUsage,omitempty"`
+	// +optional
+	SystemUsage ResourceMap `json:"systemUsage,omitempty"`
 }
 
 // NodeMetricInfo is the usage of the whole node.
@@ -87,6 +102,9 @@ type NodeMetricInfo struct {
 	// SystemUsage is what the node uses outside pods (kernel, kubelet, daemons).
 	// +optional
 	SystemUsage ResourceMap `json:"systemUsage,omitempty"`
+	// AggregatedSystemUsages are statistics of system usage over longer windows.
+	// +optional
+	AggregatedSystemUsages []AggregatedUsage `json:"aggregatedSystemUsages,omitempty"`
 	// NUMAUsages splits NodeUsage by NUMA node.
 	// +optional
 	NUMAUsages []NUMANodeUsage `json:"numaUsages,omitempty"`
@@ -121,6 +139,40 @@ type NodeMetricStatus struct {
 	NodeMetric *NodeMetricInfo `json:"nodeMetric,omitempty"`
 	// +optional
 	PodsMetric []*PodMetricInfo `json:"podsMetric,omitempty"`
+	// HostApplicationMetric is the usage of applications outside pods.
+	// +optional
+	HostApplicationMetric []*HostApplicationMetricInfo `json:"hostApplicationMetric,omitempty"`
+	// ProdReclaimableMetric is what prod pods requested but are predicted
+	// not to use: the source of mid resources.
+	// +optional
+	ProdReclaimableMetric *ReclaimableMetric `json:"prodReclaimableMetric,omitempty"`
+	// ProdPeakMetric is the predicted peak usage of prod pods.
+	// +optional
+	ProdPeakMetric *PeakMetric `json:"prodPeakMetric,omitempty"`
+}
+
+// HostApplicationMetricInfo is the usage of one application outside pods.
+type HostApplicationMetricInfo struct {
+	// +optional
+	Name string `json:"name,omitempty"`
+	// +optional
+	Usage ResourceMap `json:"usage,omitempty"`
+	// +optional
+	Priority extension.PriorityClass `json:"priority,omitempty"`
+	// +optional
+	QoS extension.QoSClass `json:"qos,omitempty"`
+}
+
+// ReclaimableMetric is an amount of resources that can be reclaimed.
+type ReclaimableMetric struct {
+	// +optional
+	Resource ResourceMap `json:"resource,omitempty"`
+}
+
+// PeakMetric is a predicted peak usage.
+type PeakMetric struct {
+	// +optional
+	Resource ResourceMap `json:"resource,omitempty"`
 }
 
 // NodeMetric is the measured usage of one node and its pods; its name is the node's.

@@ -38,7 +38,7 @@ func (s *NodeSLOSpec) Validate() error {
 		}
 	}
 	if q := s.ResourceQOSStrategy; q != nil {
-		for name, c := range map[string]*ResourceQOS{"lsrClass": q.LSRClass, "lsClass": q.LSClass, "beClass": q.BEClass} {
+		for name, c := range map[string]*ResourceQOS{"lsrClass": q.LSRClass, "lsClass": q.LSClass, "beClass": q.BEClass, "systemClass": q.SystemClass, "cgroupRoot": q.CgroupRoot} {
 			if err := c.validate(); err != nil {
 				return fmt.Errorf("resourceQOSStrategy.%s.%w", name, err)
 			}
@@ -73,6 +73,7 @@ func (t *ResourceThresholdStrategy) validate() error {
 		{"memoryEvictThresholdPercent", t.MemoryEvictThresholdPercent}, {"memoryEvictLowerPercent", t.MemoryEvictLowerPercent},
 		{"cpuEvictBEUsageThresholdPercent", t.CPUEvictBEUsageThresholdPercent},
 		{"cpuEvictBESatisfactionLowerPercent", t.CPUEvictBESatisfactionLowerPercent}, {"cpuEvictBESatisfactionUpperPercent", t.CPUEvictBESatisfactionUpperPercent},
+		{"cpuEvictThresholdPercent", t.CPUEvictThresholdPercent}, {"cpuEvictLowerPercent", t.CPUEvictLowerPercent},
 	} {
 		if f.p != nil {
 			if err := percent(f.name, *f.p); err != nil {
@@ -89,6 +90,35 @@ func (t *ResourceThresholdStrategy) validate() error {
 		return fmt.Errorf("cpuSuppressMinPercent: %d is above cpuSuppressThresholdPercent %d", minimum, threshold)
 	case t.CPUEvictTimeWindowSeconds != nil && *t.CPUEvictTimeWindowSeconds < 1:
 		return fmt.Errorf("cpuEvictTimeWindowSeconds: %d must be at least 1", *t.CPUEvictTimeWindowSeconds)
+	}
+	switch t.CPUEvictPolicy {
+	case "", EvictByRealLimitPolicy, EvictByAllocatablePolicy:
+	default:
+		return fmt.Errorf("cpuEvictPolicy: %q is not evictByRealLimit or evictByAllocatable", t.CPUEvictPolicy)
+	}
+	if p := t.AllocatableEvictPriorityThreshold; p != nil && (*p < 0 || *p > 7999) {
+		return fmt.Errorf("allocatableEvictPriorityThreshold: %d is not within 0-7999", *p)
+	}
+	// Each upper bound must lie above its lower bound, as in Koordinator.
+	for _, pair := range []struct {
+		upper, lower         string
+		upperVal, lowerValue *int64
+	}{
+		{"memoryAllocatableEvictThresholdPercent", "memoryAllocatableEvictLowerPercent", t.MemoryAllocatableEvictThresholdPercent, t.MemoryAllocatableEvictLowerPercent},
+		{"cpuEvictThresholdPercent", "cpuEvictLowerPercent", t.CPUEvictThresholdPercent, t.CPUEvictLowerPercent},
+		{"cpuAllocatableEvictThresholdPercent", "cpuAllocatableEvictLowerPercent", t.CPUAllocatableEvictThresholdPercent, t.CPUAllocatableEvictLowerPercent},
+	} {
+		for _, f := range []struct {
+			name string
+			p    *int64
+		}{{pair.upper, pair.upperVal}, {pair.lower, pair.lowerValue}} {
+			if f.p != nil && *f.p < 0 {
+				return fmt.Errorf("%s: %d is negative", f.name, *f.p)
+			}
+		}
+		if pair.upperVal != nil && pair.lowerValue != nil && *pair.lowerValue >= *pair.upperVal {
+			return fmt.Errorf("%s: %d must be below %s %d", pair.lower, *pair.lowerValue, pair.upper, *pair.upperVal)
+		}
 	}
 	if lo, up := t.CPUEvictBESatisfactionLowerPercent, t.CPUEvictBESatisfactionUpperPercent; lo != nil && up != nil {
 		switch {

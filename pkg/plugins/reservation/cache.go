@@ -166,7 +166,7 @@ func (c *Cache) SetReservation(r *schedulingv1alpha1.Reservation) error {
 
 // phaseRank orders a reservation's phases as they follow one another.
 var phaseRank = map[schedulingv1alpha1.ReservationPhase]int{
-	"": 0, schedulingv1alpha1.ReservationPending: 0, schedulingv1alpha1.ReservationAvailable: 1,
+	"": 0, schedulingv1alpha1.ReservationPending: 0, schedulingv1alpha1.ReservationAvailable: 1, schedulingv1alpha1.ReservationWaiting: 1,
 	schedulingv1alpha1.ReservationSucceeded: 2, schedulingv1alpha1.ReservationFailed: 2,
 }
 

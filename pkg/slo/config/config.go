@@ -3,16 +3,19 @@
 package config
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	kjson "sigs.k8s.io/json"
+
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	"github.com/koord-project/koord/pkg/compat"
 )
 
 const (
@@ -29,19 +32,41 @@ const (
 	InterferenceGuardKey = "interference-guard-config"
 )
 
-// Colocation is how much of a node's measured slack is offered to batch pods.
-// Field names are Koordinator's.
+// CalculatePolicy is what a high-priority pod counts for in the batch
+// formula: its usage, its request, or the larger of the two.
+type CalculatePolicy string
+
+const (
+	CalculateByPodUsage           CalculatePolicy = "usage"
+	CalculateByPodRequest         CalculatePolicy = "request"
+	CalculateByPodMaxUsageRequest CalculatePolicy = "maxUsageRequest"
+)
+
+// MidReclaimModeStatic offers a fixed share of capacity as mid resources.
+const MidReclaimModeStatic = "static"
+
+// Colocation is how much of a node's slack is offered to batch and mid pods:
+// Koordinator's colocation-config, field for field, resolved (defaults filled
+// in). The formulas are in package noderesource.
 type Colocation struct {
-	// Enable turns batch resources on; when off they are removed from nodes.
+	// Enable turns batch and mid resources on; when off they are removed from nodes.
 	Enable bool `json:"enable"`
-	// MetricAggregateDurationSeconds and MetricReportIntervalSeconds go into
-	// every NodeMetric's spec, telling koordlet how to report.
-	MetricAggregateDurationSeconds int64 `json:"metricAggregateDurationSeconds"`
-	MetricReportIntervalSeconds    int64 `json:"metricReportIntervalSeconds"`
-	// CPUReclaimThresholdPercent and MemoryReclaimThresholdPercent cap what
-	// high-priority pods, the system and batch pods together may use.
+	// MetricAggregateDurationSeconds, MetricReportIntervalSeconds,
+	// MetricAggregatePolicy and MetricMemoryCollectPolicy go into every
+	// NodeMetric's spec, telling koordlet how to report.
+	MetricAggregateDurationSeconds int64                                `json:"metricAggregateDurationSeconds"`
+	MetricReportIntervalSeconds    int64                                `json:"metricReportIntervalSeconds"`
+	MetricAggregatePolicy          *slov1alpha1.AggregatePolicy         `json:"metricAggregatePolicy,omitempty"`
+	MetricMemoryCollectPolicy      *slov1alpha1.NodeMemoryCollectPolicy `json:"metricMemoryCollectPolicy,omitempty"`
+	// CPUReclaimThresholdPercent and MemoryReclaimThresholdPercent: the rest
+	// of the node's capacity is a safety margin batch pods never get.
 	CPUReclaimThresholdPercent    int64 `json:"cpuReclaimThresholdPercent"`
 	MemoryReclaimThresholdPercent int64 `json:"memoryReclaimThresholdPercent"`
+	// CPUCalculatePolicy (usage or maxUsageRequest; request counts as usage,
+	// as in Koordinator) and MemoryCalculatePolicy (usage, request or
+	// maxUsageRequest) say what high-priority pods count for.
+	CPUCalculatePolicy    CalculatePolicy `json:"cpuCalculatePolicy"`
+	MemoryCalculatePolicy CalculatePolicy `json:"memoryCalculatePolicy"`
 	// DegradeTimeMinutes: a node whose NodeMetric is older offers no batch
 	// resources (its usage is unknown, so its slack is too).
 	DegradeTimeMinutes int64 `json:"degradeTimeMinutes"`
@@ -51,6 +76,23 @@ type Colocation struct {
 	// write is older than UpdateTimeThresholdSeconds.
 	UpdateTimeThresholdSeconds int64   `json:"updateTimeThresholdSeconds"`
 	ResourceDiffThreshold      float64 `json:"resourceDiffThreshold"`
+	// Mid resources (kubernetes.io/mid-cpu, mid-memory): "static" offers
+	// midStatic*ReservedPercent of capacity; otherwise what prod pods are
+	// predicted not to use (the NodeMetric's prodReclaimableMetric) plus
+	// midUnallocatedPercent of what prod pods did not request. Either is
+	// capped at mid*ThresholdPercent of capacity.
+	MidReclaimMode                 string `json:"midReclaimMode,omitempty"`
+	MidCPUThresholdPercent         int64  `json:"midCPUThresholdPercent"`
+	MidMemoryThresholdPercent      int64  `json:"midMemoryThresholdPercent"`
+	MidUnallocatedPercent          int64  `json:"midUnallocatedPercent"`
+	MidStaticCPUReservedPercent    int64  `json:"midStaticCPUReservedPercent"`
+	MidStaticMemoryReservedPercent int64  `json:"midStaticMemoryReservedPercent"`
+	// BatchCPUThresholdPercent and BatchMemoryThresholdPercent, when set, cap
+	// batch resources at that share of capacity.
+	BatchCPUThresholdPercent    *int64 `json:"batchCPUThresholdPercent,omitempty"`
+	BatchMemoryThresholdPercent *int64 `json:"batchMemoryThresholdPercent,omitempty"`
+	// Extensions are third-party fields, kept as given.
+	Extensions map[string]any `json:"extensions,omitempty"`
 }
 
 // DefaultColocation is Koordinator's default, batch resources off until an
@@ -62,9 +104,13 @@ func DefaultColocation() Colocation {
 		MetricReportIntervalSeconds:    slov1alpha1.DefaultReportIntervalSeconds,
 		CPUReclaimThresholdPercent:     60,
 		MemoryReclaimThresholdPercent:  65,
+		CPUCalculatePolicy:             CalculateByPodUsage,
+		MemoryCalculatePolicy:          CalculateByPodUsage,
 		DegradeTimeMinutes:             15,
 		UpdateTimeThresholdSeconds:     300,
 		ResourceDiffThreshold:          0.1,
+		MidCPUThresholdPercent:         100,
+		MidMemoryThresholdPercent:      100,
 	}
 }
 
@@ -76,9 +122,26 @@ func (c Colocation) UpdateAfter() time.Duration {
 	return time.Duration(c.UpdateTimeThresholdSeconds) * time.Second
 }
 
+// nodeColocation is one colocation-config nodeConfigs entry, resolved.
+type nodeColocation struct {
+	name       string
+	selector   labels.Selector
+	colocation Colocation
+}
+
 // Config is the whole ConfigMap, resolved: defaults filled in, validated.
 type Config struct {
+	// Colocation is the cluster's colocation strategy; ColocationFor gives a
+	// node's.
 	Colocation Colocation
+	// Warnings name the fields no Koordinator version knows (typos): they
+	// are ignored, and reported, but do not refuse the ConfigMap.
+	Warnings []string
+	// NotActedOn name the Koordinator fields set that Koord keeps but does
+	// not act on (compat.Fields).
+	NotActedOn []string
+	// nodeColocations are colocation-config's nodeConfigs, in order.
+	nodeColocations []nodeColocation
 	// NodeSLO is the cluster strategy: every key's clusterStrategy.
 	NodeSLO slov1alpha1.NodeSLOSpec
 	// nodeStrategies are each key's nodeStrategies, in order.
@@ -113,6 +176,18 @@ func (c Config) NodeSLOFor(nodeLabels map[string]string) slov1alpha1.NodeSLOSpec
 	return out
 }
 
+// ColocationFor is the colocation strategy of a node with the given labels:
+// the first nodeConfigs entry whose nodeSelector matches (laid over the
+// cluster's), else the cluster's.
+func (c Config) ColocationFor(nodeLabels map[string]string) Colocation {
+	for _, nc := range c.nodeColocations {
+		if nc.selector.Matches(labels.Set(nodeLabels)) {
+			return nc.colocation
+		}
+	}
+	return c.Colocation
+}
+
 // Default is the configuration when the ConfigMap does not exist.
 func Default() Config {
 	return Config{Colocation: DefaultColocation(), NodeSLO: DefaultNodeSLO()}
@@ -137,14 +212,14 @@ func DefaultNodeSLO() slov1alpha1.NodeSLOSpec {
 // spec: overlay decodes a strategy (strictly) over the spec's current one,
 // copy takes that part from one spec into another.
 type strategyKey struct {
-	overlay func(spec *slov1alpha1.NodeSLOSpec, raw []byte) error
+	overlay func(spec *slov1alpha1.NodeSLOSpec, raw []byte) ([]string, error)
 	copy    func(dst, src *slov1alpha1.NodeSLOSpec)
 }
 
 // field makes the strategyKey of a plain spec field.
 func field[T any](get func(*slov1alpha1.NodeSLOSpec) **T) strategyKey {
 	return strategyKey{
-		overlay: func(spec *slov1alpha1.NodeSLOSpec, raw []byte) error { return decodeOver(raw, get(spec)) },
+		overlay: func(spec *slov1alpha1.NodeSLOSpec, raw []byte) ([]string, error) { return decodeOver(raw, get(spec)) },
 		copy:    func(dst, src *slov1alpha1.NodeSLOSpec) { *get(dst) = *get(src) },
 	}
 }
@@ -157,18 +232,19 @@ var strategyKeys = map[string]strategyKey{
 	CPUBurstKey:    field(func(s *slov1alpha1.NodeSLOSpec) **slov1alpha1.CPUBurstStrategy { return &s.CPUBurstStrategy }),
 	SystemKey:      field(func(s *slov1alpha1.NodeSLOSpec) **slov1alpha1.SystemStrategy { return &s.SystemStrategy }),
 	InterferenceGuardKey: {
-		overlay: func(spec *slov1alpha1.NodeSLOSpec, raw []byte) error {
+		overlay: func(spec *slov1alpha1.NodeSLOSpec, raw []byte) ([]string, error) {
 			g, err := spec.GetInterferenceGuard()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if g == nil {
 				g = &slov1alpha1.InterferenceGuardStrategy{}
 			}
-			if err := decodeOver(raw, &g); err != nil {
-				return err
+			unknown, err := decodeOver(raw, &g)
+			if err != nil {
+				return nil, err
 			}
-			return spec.SetInterferenceGuard(g)
+			return unknown, spec.SetInterferenceGuard(g)
 		},
 		copy: func(dst, src *slov1alpha1.NodeSLOSpec) {
 			g, _ := src.GetInterferenceGuard()
@@ -180,8 +256,13 @@ var strategyKeys = map[string]strategyKey{
 // strategyOrder is the order keys are read in (errors name the first bad one).
 var strategyOrder = []string{ResourceThresholdKey, ResourceQOSKey, CPUBurstKey, SystemKey, InterferenceGuardKey}
 
+// otherKeys are Koordinator's keys Koord accepts and keeps but does not act
+// on (compat.Fields says why); any other key is reported as unknown.
+var otherKeys = []string{"host-application-config", "cpu-normalization-config", "resource-amplification-config"}
+
 // Parse resolves a ConfigMap; nil means it does not exist. An error names the
-// key and why; callers keep their previous configuration on error.
+// key and why; callers keep their previous configuration on error. Fields no
+// Koordinator version knows are not errors: they are listed in Warnings.
 func Parse(cm *corev1.ConfigMap) (Config, error) {
 	cfg := Default()
 	if cm == nil {
@@ -190,13 +271,17 @@ func Parse(cm *corev1.ConfigMap) (Config, error) {
 	where := func(key string, err error) error {
 		return fmt.Errorf("configmap %s/%s key %s: %w", cm.Namespace, cm.Name, key, err)
 	}
+	warn := func(key string, fields []string) {
+		for _, f := range fields {
+			cfg.Warnings = append(cfg.Warnings, key+": "+f)
+		}
+	}
 	if raw, ok := cm.Data[ColocationKey]; ok {
-		if err := decode(raw, &cfg.Colocation); err != nil {
+		unknown, err := parseColocation(raw, &cfg)
+		if err != nil {
 			return Config{}, where(ColocationKey, err)
 		}
-		if err := cfg.Colocation.validate(); err != nil {
-			return Config{}, where(ColocationKey, err)
-		}
+		warn(ColocationKey, unknown)
 	}
 	// Each strategy key is Koordinator's {"clusterStrategy": {...},
 	// "nodeStrategies": [{"name": ..., "nodeSelector": {...}, <fields>}]}.
@@ -213,13 +298,17 @@ func Parse(cm *corev1.ConfigMap) (Config, error) {
 			ClusterStrategy json.RawMessage   `json:"clusterStrategy"`
 			NodeStrategies  []json.RawMessage `json:"nodeStrategies"`
 		}
-		if err := decode(raw, &wrapper); err != nil {
+		unknown, err := decode(raw, &wrapper)
+		if err != nil {
 			return Config{}, where(key, err)
 		}
+		warn(key, unknown)
 		if len(wrapper.ClusterStrategy) > 0 && string(wrapper.ClusterStrategy) != "null" {
-			if err := strategyKeys[key].overlay(&cfg.NodeSLO, wrapper.ClusterStrategy); err != nil {
+			unknown, err := strategyKeys[key].overlay(&cfg.NodeSLO, wrapper.ClusterStrategy)
+			if err != nil {
 				return Config{}, where(key, fmt.Errorf("clusterStrategy: %w", err))
 			}
+			warn(key, prefixed("clusterStrategy: ", unknown))
 			// The keys before this one passed: an error is this key's.
 			if err := cfg.NodeSLO.Validate(); err != nil {
 				return Config{}, where(key, fmt.Errorf("clusterStrategy: %w", err))
@@ -232,91 +321,265 @@ func Parse(cm *corev1.ConfigMap) (Config, error) {
 	}
 	for _, e := range entries {
 		for i, raw := range e.raw {
-			ns, err := parseNodeStrategy(e.key, raw, cfg.NodeSLO)
+			ns, unknown, err := parseNodeStrategy(e.key, raw, cfg.NodeSLO)
 			if err != nil {
 				return Config{}, where(e.key, fmt.Errorf("nodeStrategies[%d]: %w", i, err))
 			}
+			warn(e.key, prefixed(fmt.Sprintf("nodeStrategies[%d]: ", i), unknown))
 			cfg.nodeStrategies = append(cfg.nodeStrategies, ns)
 		}
 	}
+	cfg.NotActedOn = notActedOn(cm, cfg)
+	for key := range cm.Data {
+		if !knownKey(key) {
+			cfg.Warnings = append(cfg.Warnings, key+": not a key of slo-controller-config")
+		}
+	}
+	slices.Sort(cfg.Warnings)
 	return cfg, nil
 }
 
-// parseNodeStrategy reads one nodeStrategies entry: its profile (name,
-// nodeSelector) and, inline, the key's strategy fields laid over the
-// cluster strategy.
-func parseNodeStrategy(key string, raw json.RawMessage, cluster slov1alpha1.NodeSLOSpec) (nodeStrategy, error) {
-	var fields map[string]json.RawMessage
-	if err := decode(string(raw), &fields); err != nil {
-		return nodeStrategy{}, err
+func knownKey(key string) bool {
+	return key == ColocationKey || slices.Contains(strategyOrder, key) || slices.Contains(otherKeys, key)
+}
+
+// notActedOn lists what the ConfigMap sets that Koord does not act on: its
+// own entries, and the NodeSLO fields its strategies set (named by key).
+func notActedOn(cm *corev1.ConfigMap, cfg Config) []string {
+	var out []string
+	doc := map[string]json.RawMessage{}
+	for key, raw := range cm.Data {
+		if key == ColocationKey || slices.Contains(otherKeys, key) {
+			doc[key] = json.RawMessage(raw)
+		}
 	}
-	ns := nodeStrategy{key: key, selector: labels.Nothing(), spec: *cluster.DeepCopy()}
+	if b, err := json.Marshal(doc); err == nil {
+		out = append(out, compat.NotActedOnIn(compat.SLOControllerConfig, b)...)
+	}
+	specs := []slov1alpha1.NodeSLOSpec{cfg.NodeSLO}
+	for _, ns := range cfg.nodeStrategies {
+		specs = append(specs, ns.spec)
+	}
+	for _, spec := range specs {
+		for _, f := range compat.NotActedOnIn(compat.NodeSLO, struct {
+			Spec slov1alpha1.NodeSLOSpec `json:"spec"`
+		}{spec}) {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+func prefixed(prefix string, fields []string) []string {
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = prefix + f
+	}
+	return out
+}
+
+// parseColocation reads colocation-config: the cluster strategy inline, and
+// nodeConfigs, each laid over the cluster strategy.
+func parseColocation(raw string, cfg *Config) ([]string, error) {
+	var fields map[string]json.RawMessage
+	if _, err := decode(raw, &fields); err != nil {
+		return nil, err
+	}
+	nodeConfigs := fields["nodeConfigs"]
+	delete(fields, "nodeConfigs")
+	rest, err := json.Marshal(fields)
+	if err != nil {
+		return nil, err
+	}
+	unknown, err := decodeOver(rest, &cfg.Colocation)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Colocation.validate(); err != nil {
+		return nil, err
+	}
+	if len(nodeConfigs) == 0 || string(nodeConfigs) == "null" {
+		return unknown, nil
+	}
+	var entries []json.RawMessage
+	if _, err := decode(string(nodeConfigs), &entries); err != nil {
+		return nil, fmt.Errorf("nodeConfigs: %w", err)
+	}
+	for i, e := range entries {
+		nc := nodeColocation{colocation: cfg.Colocation}
+		nc.colocation.MetricAggregatePolicy = cfg.Colocation.MetricAggregatePolicy.DeepCopy()
+		name, selector, rest, err := profile(e)
+		if err != nil {
+			return nil, fmt.Errorf("nodeConfigs[%d]: %w", i, err)
+		}
+		nc.name, nc.selector = name, selector
+		u, err := decodeOver(rest, &nc.colocation)
+		if err != nil {
+			return nil, fmt.Errorf("nodeConfigs[%d]: %w", i, err)
+		}
+		if err := nc.colocation.validate(); err != nil {
+			return nil, fmt.Errorf("nodeConfigs[%d]: %w", i, err)
+		}
+		unknown = append(unknown, prefixed(fmt.Sprintf("nodeConfigs[%d]: ", i), u)...)
+		cfg.nodeColocations = append(cfg.nodeColocations, nc)
+	}
+	return unknown, nil
+}
+
+// profile splits a nodeStrategies or nodeConfigs entry into its profile
+// (name, nodeSelector; a missing selector matches no node, as in
+// Koordinator) and the rest of its fields.
+func profile(raw json.RawMessage) (string, labels.Selector, []byte, error) {
+	var fields map[string]json.RawMessage
+	if _, err := decode(string(raw), &fields); err != nil {
+		return "", nil, nil, err
+	}
+	var name string
+	selector := labels.Nothing()
 	if v, ok := fields["name"]; ok {
-		if err := json.Unmarshal(v, &ns.name); err != nil {
-			return nodeStrategy{}, fmt.Errorf("name: %w", err)
+		if err := json.Unmarshal(v, &name); err != nil {
+			return "", nil, nil, fmt.Errorf("name: %w", err)
 		}
 		delete(fields, "name")
 	}
 	if v, ok := fields["nodeSelector"]; ok {
 		var sel *metav1.LabelSelector
-		if err := decode(string(v), &sel); err != nil {
-			return nodeStrategy{}, fmt.Errorf("nodeSelector: %w", err)
+		if _, err := decode(string(v), &sel); err != nil {
+			return "", nil, nil, fmt.Errorf("nodeSelector: %w", err)
 		}
 		if sel != nil {
 			s, err := metav1.LabelSelectorAsSelector(sel)
 			if err != nil {
-				return nodeStrategy{}, fmt.Errorf("nodeSelector: %w", err)
+				return "", nil, nil, fmt.Errorf("nodeSelector: %w", err)
 			}
-			ns.selector = s
+			selector = s
 		}
 		delete(fields, "nodeSelector")
 	}
 	rest, err := json.Marshal(fields)
+	return name, selector, rest, err
+}
+
+// parseNodeStrategy reads one nodeStrategies entry: its profile and, inline,
+// the key's strategy fields laid over the cluster strategy.
+func parseNodeStrategy(key string, raw json.RawMessage, cluster slov1alpha1.NodeSLOSpec) (nodeStrategy, []string, error) {
+	name, selector, rest, err := profile(raw)
 	if err != nil {
-		return nodeStrategy{}, err
+		return nodeStrategy{}, nil, err
 	}
-	if err := strategyKeys[key].overlay(&ns.spec, rest); err != nil {
-		return nodeStrategy{}, err
+	ns := nodeStrategy{key: key, name: name, selector: selector, spec: *cluster.DeepCopy()}
+	unknown, err := strategyKeys[key].overlay(&ns.spec, rest)
+	if err != nil {
+		return nodeStrategy{}, nil, err
 	}
 	if err := ns.spec.Validate(); err != nil {
-		return nodeStrategy{}, err
+		return nodeStrategy{}, nil, err
 	}
-	return ns, nil
+	return ns, unknown, nil
 }
 
-// decodeOver decodes raw strictly over what into already holds (fields it
-// leaves out keep their value).
-func decodeOver(raw []byte, into any) error {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	if err := d.Decode(into); err != nil {
-		return err
+// decodeOver decodes raw over what into already holds (fields it leaves out
+// keep their value). Fields into has no place for are returned by path,
+// not refused: an operator hears of a typo without losing the rest.
+func decodeOver(raw []byte, into any) ([]string, error) {
+	strict, err := kjson.UnmarshalStrict(raw, into, kjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, err
 	}
-	if d.More() {
-		return fmt.Errorf("trailing data after the JSON value")
+	var unknown []string
+	for _, e := range strict {
+		unknown = append(unknown, e.Error())
 	}
-	return nil
+	return unknown, nil
 }
 
-// decode is strict: an unknown field is a typo an operator wants to hear about.
-func decode(raw string, into any) error { return decodeOver([]byte(raw), into) }
+func decode(raw string, into any) ([]string, error) { return decodeOver([]byte(raw), into) }
 
 func (c Colocation) validate() error {
+	nonNegative := func(name string, v int64) error {
+		if v < 0 {
+			return fmt.Errorf("%s must not be negative, got %d", name, v)
+		}
+		return nil
+	}
+	percent := func(name string, v int64) error {
+		if v < 0 || v > 100 {
+			return fmt.Errorf("%s %d is not a percentage (0-100)", name, v)
+		}
+		return nil
+	}
 	switch {
 	case c.MetricAggregateDurationSeconds <= 0:
 		return fmt.Errorf("metricAggregateDurationSeconds must be positive, got %d", c.MetricAggregateDurationSeconds)
 	case c.MetricReportIntervalSeconds <= 0:
 		return fmt.Errorf("metricReportIntervalSeconds must be positive, got %d", c.MetricReportIntervalSeconds)
-	case c.CPUReclaimThresholdPercent < 0 || c.CPUReclaimThresholdPercent > 100:
-		return fmt.Errorf("cpuReclaimThresholdPercent %d is not a percentage (0-100)", c.CPUReclaimThresholdPercent)
-	case c.MemoryReclaimThresholdPercent < 0 || c.MemoryReclaimThresholdPercent > 100:
-		return fmt.Errorf("memoryReclaimThresholdPercent %d is not a percentage (0-100)", c.MemoryReclaimThresholdPercent)
 	case c.DegradeTimeMinutes <= 0:
 		return fmt.Errorf("degradeTimeMinutes must be positive, got %d", c.DegradeTimeMinutes)
 	case c.UpdateTimeThresholdSeconds <= 0:
 		return fmt.Errorf("updateTimeThresholdSeconds must be positive, got %d", c.UpdateTimeThresholdSeconds)
-	case c.ResourceDiffThreshold < 0 || c.ResourceDiffThreshold > 1:
-		return fmt.Errorf("resourceDiffThreshold %v must be within 0-1", c.ResourceDiffThreshold)
+	case c.ResourceDiffThreshold <= 0 || c.ResourceDiffThreshold > 1:
+		return fmt.Errorf("resourceDiffThreshold %v must be above 0 and at most 1", c.ResourceDiffThreshold)
+	}
+	switch c.CPUCalculatePolicy {
+	case CalculateByPodUsage, CalculateByPodRequest, CalculateByPodMaxUsageRequest:
+	default:
+		return fmt.Errorf("cpuCalculatePolicy %q is not usage, request or maxUsageRequest", c.CPUCalculatePolicy)
+	}
+	switch c.MemoryCalculatePolicy {
+	case CalculateByPodUsage, CalculateByPodRequest, CalculateByPodMaxUsageRequest:
+	default:
+		return fmt.Errorf("memoryCalculatePolicy %q is not usage, request or maxUsageRequest", c.MemoryCalculatePolicy)
+	}
+	if c.MidReclaimMode != "" && c.MidReclaimMode != MidReclaimModeStatic {
+		return fmt.Errorf("midReclaimMode %q is not static (or left out)", c.MidReclaimMode)
+	}
+	if p := c.MetricMemoryCollectPolicy; p != nil {
+		switch *p {
+		case slov1alpha1.UsageWithoutPageCache, slov1alpha1.UsageWithHotPageCache, slov1alpha1.UsageWithPageCache:
+		default:
+			return fmt.Errorf("metricMemoryCollectPolicy %q is not usageWithoutPageCache, usageWithHotPageCache or usageWithPageCache", *p)
+		}
+	}
+	if p := c.MetricAggregatePolicy; p != nil {
+		for i, d := range p.Durations {
+			if d.Duration <= 0 {
+				return fmt.Errorf("metricAggregatePolicy.durations[%d] must be positive, got %s", i, d.Duration)
+			}
+		}
+	}
+	// Koordinator bounds the reclaim thresholds below only: above 100 the
+	// safety margin is negative, an overcommit it allows.
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"cpuReclaimThresholdPercent", c.CPUReclaimThresholdPercent}, {"memoryReclaimThresholdPercent", c.MemoryReclaimThresholdPercent}} {
+		if err := nonNegative(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *int64
+	}{{"batchCPUThresholdPercent", c.BatchCPUThresholdPercent}, {"batchMemoryThresholdPercent", c.BatchMemoryThresholdPercent}} {
+		if f.v != nil {
+			if err := nonNegative(f.name, *f.v); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"midCPUThresholdPercent", c.MidCPUThresholdPercent}, {"midMemoryThresholdPercent", c.MidMemoryThresholdPercent},
+		{"midUnallocatedPercent", c.MidUnallocatedPercent},
+		{"midStaticCPUReservedPercent", c.MidStaticCPUReservedPercent}, {"midStaticMemoryReservedPercent", c.MidStaticMemoryReservedPercent},
+	} {
+		if err := percent(f.name, f.v); err != nil {
+			return err
+		}
 	}
 	return nil
 }

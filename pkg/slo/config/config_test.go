@@ -39,19 +39,21 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		want string
 	}{
 		{map[string]string{ColocationKey: `{"enable":tru}`}, "key colocation-config"},
-		{map[string]string{ColocationKey: `{"cpuReclaimThresholdPercent":140}`}, "cpuReclaimThresholdPercent 140 is not a percentage"},
-		{map[string]string{ColocationKey: `{"enabled":true}`}, `unknown field "enabled"`},
+		{map[string]string{ColocationKey: `{"cpuReclaimThresholdPercent":-1}`}, "cpuReclaimThresholdPercent must not be negative"},
+		{map[string]string{ColocationKey: `{"cpuCalculatePolicy":"peak"}`}, `cpuCalculatePolicy "peak" is not usage, request or maxUsageRequest`},
+		{map[string]string{ColocationKey: `{"midUnallocatedPercent":101}`}, "midUnallocatedPercent 101 is not a percentage"},
+		{map[string]string{ColocationKey: `{"resourceDiffThreshold":0}`}, "resourceDiffThreshold 0 must be above 0"},
+		{map[string]string{ColocationKey: `{"nodeConfigs":[{"nodeSelector":{"matchLabels":{"a":"b"}},"degradeTimeMinutes":0}]}`}, "nodeConfigs[0]: degradeTimeMinutes must be positive"},
+		{map[string]string{ResourceThresholdKey: `{"clusterStrategy":{"cpuEvictThresholdPercent":60,"cpuEvictLowerPercent":70}}`}, "cpuEvictLowerPercent: 70 must be below cpuEvictThresholdPercent 60"},
+		{map[string]string{ResourceThresholdKey: `{"clusterStrategy":{"cpuEvictPolicy":"evictByGuess"}}`}, `cpuEvictPolicy: "evictByGuess"`},
 		{map[string]string{ColocationKey: `{"metricReportIntervalSeconds":0}`}, "metricReportIntervalSeconds must be positive"},
 		{map[string]string{ResourceThresholdKey: `{"clusterStrategy":{"memoryEvictThresholdPercent":-1}}`}, "key resource-threshold-config: clusterStrategy: resourceUsedThresholdWithBE.memoryEvictThresholdPercent: -1"},
 		{map[string]string{ResourceThresholdKey: `{"clusterStrategy":{"memoryEvictThresholdPercent":60,"memoryEvictLowerPercent":65}}`}, "memoryEvictLowerPercent: 65 must be below"},
 		{map[string]string{ResourceThresholdKey: `{"nodeStrategies":[{"nodeSelector":{"matchLabels":{"a":"b"}},"cpuSuppressThresholdPercent":101}]}`},
 			"key resource-threshold-config: nodeStrategies[0]: resourceUsedThresholdWithBE.cpuSuppressThresholdPercent: 101"},
-		{map[string]string{ResourceThresholdKey: `{"nodeStrategies":[{"nodeSelector":{"matchLabels":{"a":"b"}},"cpuSupressThresholdPercent":50}]}`},
-			`nodeStrategies[0]: json: unknown field "cpuSupressThresholdPercent"`},
 		{map[string]string{CPUBurstKey: `{"nodeStrategies":[{"nodeSelector":{"matchExpressions":[{"key":"a","operator":"Sometimes"}]}}]}`}, "nodeStrategies[0]: nodeSelector"},
 		{map[string]string{InterferenceGuardKey: `{"clusterStrategy":{"stepPercent":0}}`}, "key interference-guard-config: clusterStrategy: spec.extensions[koord.sh/interferenceGuard]: stepPercent 0"},
 		{map[string]string{CPUBurstKey: `{"clusterStrategy":{"policy":1}}`}, "key cpu-burst-config: clusterStrategy"},
-		{map[string]string{SystemKey: `{"nodeConfigs":[]}`}, `key system-config: json: unknown field "nodeConfigs"`},
 	} {
 		_, err := Parse(cm(tc.data))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -77,7 +79,7 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		c := cfg.Colocation
-		if c.CPUReclaimThresholdPercent < 0 || c.CPUReclaimThresholdPercent > 100 || c.MetricReportIntervalSeconds <= 0 || c.DegradeTimeMinutes <= 0 {
+		if c.CPUReclaimThresholdPercent < 0 || c.MidUnallocatedPercent > 100 || c.MetricReportIntervalSeconds <= 0 || c.DegradeTimeMinutes <= 0 {
 			t.Fatalf("accepted an invalid colocation config: %+v", c)
 		}
 	})
@@ -124,5 +126,81 @@ func TestNodeStrategies(t *testing.T) {
 	// NodeSLOFor must not let one node's result leak into the cluster's.
 	if *cfg.NodeSLO.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent != 65 {
 		t.Error("the cluster strategy changed")
+	}
+}
+
+// A field no Koordinator version knows is a typo to report, not a reason to
+// refuse the ConfigMap: everything else in it takes effect.
+func TestUnknownFieldsAreWarnings(t *testing.T) {
+	cfg, err := Parse(cm(map[string]string{
+		ColocationKey:        `{"enable":true,"enabled":true,"cpuReclaimThresholdPercent":70}`,
+		ResourceThresholdKey: `{"clusterStrategy":{"enable":true},"nodeStrategies":[{"nodeSelector":{"matchLabels":{"a":"b"}},"cpuSupressThresholdPercent":50,"cpuSuppressThresholdPercent":40}]}`,
+		SystemKey:            `{"nodeConfigs":[]}`,
+		"colocation-confg":   `{}`,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Colocation.Enable || cfg.Colocation.CPUReclaimThresholdPercent != 70 {
+		t.Errorf("the known fields must take effect: %+v", cfg.Colocation)
+	}
+	if th := cfg.NodeSLOFor(map[string]string{"a": "b"}).ResourceUsedThresholdWithBE; *th.CPUSuppressThresholdPercent != 40 {
+		t.Errorf("node strategy: %+v", th)
+	}
+	want := []string{
+		"colocation-confg: not a key of slo-controller-config",
+		`colocation-config: unknown field "enabled"`,
+		`resource-threshold-config: nodeStrategies[0]: unknown field "cpuSupressThresholdPercent"`,
+		`system-config: unknown field "nodeConfigs"`,
+	}
+	if strings.Join(cfg.Warnings, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(cfg.Warnings, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Koordinator's colocation-config nodeConfigs: the first entry whose
+// nodeSelector matches the node is laid over the cluster strategy.
+func TestNodeConfigs(t *testing.T) {
+	cfg, err := Parse(cm(map[string]string{ColocationKey: `{"enable":true,"cpuReclaimThresholdPercent":60,"memoryCalculatePolicy":"request",
+		"metricAggregatePolicy":{"durations":["5m","1h"]},
+		"nodeConfigs":[
+			{"name":"no-selector","cpuReclaimThresholdPercent":10},
+			{"name":"alios","nodeSelector":{"matchLabels":{"kubernetes.io/kernel":"alios"}},"cpuReclaimThresholdPercent":80,"resourceDiffThreshold":0.2},
+			{"name":"off","nodeSelector":{"matchLabels":{"colocation":"off"}},"enable":false}]}`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alios := cfg.ColocationFor(map[string]string{"kubernetes.io/kernel": "alios"})
+	if !alios.Enable || alios.CPUReclaimThresholdPercent != 80 || alios.ResourceDiffThreshold != 0.2 || alios.MemoryCalculatePolicy != CalculateByPodRequest {
+		t.Errorf("alios node: %+v", alios)
+	}
+	if off := cfg.ColocationFor(map[string]string{"colocation": "off"}); off.Enable {
+		t.Errorf("a nodeConfigs entry must turn colocation off for its nodes: %+v", off)
+	}
+	other := cfg.ColocationFor(nil)
+	if other.CPUReclaimThresholdPercent != 60 || len(other.MetricAggregatePolicy.Durations) != 2 {
+		t.Errorf("other node: %+v", other)
+	}
+}
+
+// Koordinator fields Koord keeps but does not act on are listed, by key.
+func TestNotActedOn(t *testing.T) {
+	cfg, err := Parse(cm(map[string]string{
+		ColocationKey:             `{"enable":true,"metricMemoryCollectPolicy":"usageWithPageCache","extensions":{"vendor":{}}}`,
+		ResourceQOSKey:            `{"clusterStrategy":{"lsClass":{"cpuQOS":{"enable":true,"groupIdentity":2},"blkioQOS":{"enable":true}}},"nodeStrategies":[{"nodeSelector":{"matchLabels":{"a":"b"}},"systemClass":{"cpuQOS":{"enable":true}}}]}`,
+		"host-application-config": `{"applications":[{"name":"nginx"}]}`,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"colocation-config.metricMemoryCollectPolicy=usageWithPageCache", "colocation-config.extensions", "host-application-config",
+		"spec.resourceQOSStrategy.*.blkioQOS", "spec.resourceQOSStrategy.systemClass",
+	}
+	if strings.Join(cfg.NotActedOn, " ") != strings.Join(want, " ") {
+		t.Errorf("not acted on: %v\nwant %v", cfg.NotActedOn, want)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("Koordinator's own keys and fields are not warnings: %v", cfg.Warnings)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/koord-project/koord/pkg/compat"
 )
 
 // Store serves the current configuration to the controllers. It re-parses
@@ -21,7 +23,7 @@ import (
 // a Warning event on the ConfigMap and in the log.
 //
 // With a Writer, the last configuration that parsed is also kept in the
-// ConfigMap LastGoodName beside it, and a restarted manager that finds the
+// ConfigMap LastGoodName(name) beside it, and a restarted manager that finds the
 // ConfigMap invalid acts on that one, not on the defaults: the defaults turn
 // co-location off, which would strip batch resources from every node.
 type Store struct {
@@ -29,6 +31,9 @@ type Store struct {
 	Writer   client.Writer
 	Key      types.NamespacedName
 	Recorder record.EventRecorder
+	// Reporter, when set, reports the fields of the ConfigMap that are
+	// typos or that Koord does not act on.
+	Reporter *compat.Reporter
 
 	mu      sync.Mutex
 	version string
@@ -38,26 +43,28 @@ type Store struct {
 	saved map[string]string
 }
 
-// LastGoodName is the ConfigMap, beside slo-controller-config, that holds
-// the last configuration koord-manager accepted.
-const LastGoodName = ConfigMapName + "-last-good"
+// LastGoodName is the ConfigMap, beside the configuration ConfigMap name,
+// that holds the last configuration koord-manager accepted.
+func LastGoodName(name string) string { return name + "-last-good" }
+
+func (s *Store) lastGood() string { return LastGoodName(s.Key.Name) }
 
 // fallback is the configuration to act on when none has been accepted since
 // the start: the last good one saved before, else the defaults.
 func (s *Store) fallback(ctx context.Context) Config {
 	var cm corev1.ConfigMap
-	if err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Key.Namespace, Name: LastGoodName}, &cm); err != nil {
+	if err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Key.Namespace, Name: s.lastGood()}, &cm); err != nil {
 		if !apierrors.IsNotFound(err) {
-			klog.FromContext(ctx).Error(err, "reading the last good configuration; acting on the defaults", "configmap", klog.KRef(s.Key.Namespace, LastGoodName))
+			klog.FromContext(ctx).Error(err, "reading the last good configuration; acting on the defaults", "configmap", klog.KRef(s.Key.Namespace, s.lastGood()))
 		}
 		return Default()
 	}
 	cfg, err := Parse(&cm)
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "the last good configuration does not parse; acting on the defaults", "configmap", klog.KRef(s.Key.Namespace, LastGoodName))
+		klog.FromContext(ctx).Error(err, "the last good configuration does not parse; acting on the defaults", "configmap", klog.KRef(s.Key.Namespace, s.lastGood()))
 		return Default()
 	}
-	klog.FromContext(ctx).Info("Acting on the last good configuration", "configmap", klog.KRef(s.Key.Namespace, LastGoodName))
+	klog.FromContext(ctx).Info("Acting on the last good configuration", "configmap", klog.KRef(s.Key.Namespace, s.lastGood()))
 	s.saved = cm.Data
 	return cfg
 }
@@ -67,14 +74,14 @@ func (s *Store) save(ctx context.Context, cm *corev1.ConfigMap) {
 	if s.Writer == nil || maps.Equal(s.saved, cm.Data) {
 		return
 	}
-	good := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.Key.Namespace, Name: LastGoodName,
+	good := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.Key.Namespace, Name: s.lastGood(),
 		Labels: map[string]string{"app.kubernetes.io/managed-by": "koord-manager"}}, Data: cm.Data}
 	err := s.Writer.Update(ctx, good)
 	if apierrors.IsNotFound(err) {
 		err = s.Writer.Create(ctx, good)
 	}
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "saving the last good configuration; will retry on the next change", "configmap", klog.KRef(s.Key.Namespace, LastGoodName))
+		klog.FromContext(ctx).Error(err, "saving the last good configuration; will retry on the next change", "configmap", klog.KRef(s.Key.Namespace, s.lastGood()))
 		return
 	}
 	s.saved = maps.Clone(cm.Data)
@@ -116,6 +123,13 @@ func (s *Store) Get(ctx context.Context) Config {
 		return s.current
 	}
 	s.current, s.loaded = cfg, true
+	if len(cfg.Warnings) > 0 {
+		klog.FromContext(ctx).Info("Fields no Koordinator version knows are ignored", "configmap", s.Key, "fields", cfg.Warnings)
+	}
+	if s.Reporter != nil {
+		s.Reporter.Unknown(&cm, compat.SLOControllerConfig, cfg.Warnings)
+		s.Reporter.NotActedOn(&cm, compat.SLOControllerConfig, cfg.NotActedOn)
+	}
 	s.save(ctx, &cm)
 	return s.current
 }

@@ -22,7 +22,7 @@ func TestStoreKeepsLastGoodAcrossRestarts(t *testing.T) {
 		t.Fatalf("valid configuration not in force: %+v", cfg.Colocation)
 	}
 	var good corev1.ConfigMap
-	if err := c.Get(ctx, types.NamespacedName{Namespace: "koord-system", Name: LastGoodName}, &good); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "koord-system", Name: LastGoodName(ConfigMapName)}, &good); err != nil {
 		t.Fatalf("the accepted configuration was not kept: %v", err)
 	}
 	// The operator breaks it, and the manager restarts.
@@ -46,7 +46,7 @@ func TestStoreKeepsLastGoodAcrossRestarts(t *testing.T) {
 	if cfg := restarted.Get(ctx); cfg.Colocation.CPUReclaimThresholdPercent != 50 {
 		t.Errorf("fixed configuration not in force: %+v", cfg.Colocation)
 	}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: "koord-system", Name: LastGoodName}, &good); err != nil || good.Data[ColocationKey] != live.Data[ColocationKey] {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "koord-system", Name: LastGoodName(ConfigMapName)}, &good); err != nil || good.Data[ColocationKey] != live.Data[ColocationKey] {
 		t.Errorf("last good configuration not updated: %v %v", good.Data, err)
 	}
 	// Without anything saved, an invalid configuration at start means defaults.

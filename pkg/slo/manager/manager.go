@@ -4,6 +4,10 @@
 package manager
 
 import (
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/koord-project/koord/pkg/compat"
+
 	"context"
 	"fmt"
 	"reflect"
@@ -42,10 +46,17 @@ import (
 
 // Options are koord-manager's settings (its flags).
 type Options struct {
-	// Namespace holds the slo-controller-config ConfigMap and the leader lease.
-	Namespace   string
-	LeaderElect bool
-	MetricsAddr string
+	// Namespace holds the leader lease and the reservations' placeholder
+	// pods, and by default the configuration ConfigMap.
+	Namespace string
+	// SLOConfigName and SLOConfigNamespace name the configuration ConfigMap
+	// (default slo-controller-config in Namespace): Koordinator's
+	// --slo-config-name and --config-namespace, so that ACK's
+	// kube-system/ack-slo-config can be used as it is.
+	SLOConfigName      string
+	SLOConfigNamespace string
+	LeaderElect        bool
+	MetricsAddr        string
 	// MetricsSecure serves /metrics over HTTPS (a self-signed certificate)
 	// to clients the API server authenticates and authorizes for GET
 	// /metrics (a TokenReview and a SubjectAccessReview per scrape): for a
@@ -100,6 +111,12 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if o.LeaderElection == "" {
 		o.LeaderElection = "koord-manager"
 	}
+	if o.SLOConfigName == "" {
+		o.SLOConfigName = config.ConfigMapName
+	}
+	if o.SLOConfigNamespace == "" {
+		o.SLOConfigNamespace = o.Namespace
+	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -137,7 +154,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			},
 			// The only ConfigMap read is our own configuration.
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+				&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.SLOConfigNamespace: {}}},
 			},
 		},
 	})
@@ -145,14 +162,16 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	recorder = mgr.GetEventRecorderFor("koord-manager")
+	reporter := compat.NewReporter("manager", recorder, ctrlmetrics.Registry)
 	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
 	store := &config.Store{
 		Reader:   mgr.GetClient(),
 		Writer:   mgr.GetClient(),
-		Key:      types.NamespacedName{Namespace: o.Namespace, Name: config.ConfigMapName},
+		Key:      types.NamespacedName{Namespace: o.SLOConfigNamespace, Name: o.SLOConfigName},
 		Recorder: mgr.GetEventRecorderFor("koord-manager"),
+		Reporter: reporter,
 	}
 	if err := (&nodemetric.Reconciler{Client: mgr.GetClient(), Config: store}).SetupWithManager(mgr); err != nil {
 		return nil, err
@@ -163,7 +182,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		}
 	}
 	if o.Gates == nil || o.Gates.Enabled(features.BatchResource) {
-		if err := (&noderesource.Reconciler{Client: mgr.GetClient(), Config: store}).SetupWithManager(mgr); err != nil {
+		if err := (&noderesource.Reconciler{Client: mgr.GetClient(), Config: store, Reporter: reporter}).SetupWithManager(mgr); err != nil {
 			return nil, err
 		}
 	}
@@ -171,7 +190,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if gc <= 0 {
 		gc = 24 * time.Hour
 	}
-	if err := (&reservationlifecycle.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace, GCAfter: gc}).SetupWithManager(ctx, mgr); err != nil {
+	if err := (&reservationlifecycle.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace, GCAfter: gc, Reporter: reporter}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -33,13 +33,18 @@ type Reconciler struct {
 func Spec(c config.Colocation) slov1alpha1.NodeMetricSpec {
 	agg, report := c.MetricAggregateDurationSeconds, c.MetricReportIntervalSeconds
 	var windows []metav1.Duration
-	for _, w := range slov1alpha1.DefaultAggregateWindows() {
-		windows = append(windows, metav1.Duration{Duration: w})
+	if c.MetricAggregatePolicy != nil && len(c.MetricAggregatePolicy.Durations) > 0 {
+		windows = append(windows, c.MetricAggregatePolicy.Durations...)
+	} else {
+		for _, w := range slov1alpha1.DefaultAggregateWindows() {
+			windows = append(windows, metav1.Duration{Duration: w})
+		}
 	}
 	return slov1alpha1.NodeMetricSpec{CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{
 		AggregateDurationSeconds: &agg,
 		ReportIntervalSeconds:    &report,
 		NodeAggregatePolicy:      &slov1alpha1.AggregatePolicy{Durations: windows},
+		NodeMemoryCollectPolicy:  c.MetricMemoryCollectPolicy,
 	}}
 }
 
@@ -57,7 +62,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	colocation := r.Config.Get(ctx).Colocation
+	colocation := r.Config.Get(ctx).ColocationFor(node.Labels)
 	want := Spec(colocation)
 	var nm slov1alpha1.NodeMetric
 	err := r.Client.Get(ctx, req.NamespacedName, &nm)
@@ -78,7 +83,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: index.Never})).
+		// A node's labels pick its nodeConfigs entry.
+		For(&corev1.Node{}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		// Only spec changes of NodeMetric matter here; koordlet's status updates do not.
 		Watches(&slov1alpha1.NodeMetric{}, handler.EnqueueRequestsFromMapFunc(index.SameName),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -34,7 +34,7 @@ func BenchmarkCalculate(b *testing.B) {
 	m := metric(now.Add(-time.Minute), res("2", "4Gi"), usages...)
 	b.ReportAllocs()
 	for b.Loop() {
-		if got := Calculate(n, m, pods, c, now); got.MilliCPU == 0 {
+		if got := Calculate(n, m, pods, c, now); got.BatchMilliCPU == 0 {
 			b.Fatal(got.Reason)
 		}
 	}

@@ -2,6 +2,7 @@ package noderesource
 
 import (
 	"context"
+	"maps"
 	"math"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
+	"github.com/koord-project/koord/pkg/compat"
 	"github.com/koord-project/koord/pkg/slo/config"
 	"github.com/koord-project/koord/pkg/slo/index"
 )
@@ -28,10 +30,12 @@ import (
 // Name is the controller's name in logs and metrics.
 const Name = "noderesource"
 
-// Reconciler keeps each Node's batch resources in line with Calculate.
+// Reconciler keeps each Node's batch and mid resources in line with Calculate.
 type Reconciler struct {
 	Client client.Client
 	Config *config.Store
+	// Reporter, when set, reports NodeMetric fields Koord does not act on.
+	Reporter *compat.Reporter
 	// Now is the clock (tests move it).
 	Now func() time.Time
 
@@ -59,13 +63,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	cfg := r.Config.Get(ctx).Colocation
+	cfg := r.Config.Get(ctx).ColocationFor(node.Labels)
 	have := current(&node)
 	if !cfg.Enable {
 		if have == nil {
 			return reconcile.Result{}, nil
 		}
-		logger.Info("colocation disabled: removing batch resources", "node", node.Name)
+		logger.Info("colocation disabled: removing batch and mid resources", "node", node.Name)
 		return reconcile.Result{}, r.write(ctx, &node, nil)
 	}
 
@@ -74,6 +78,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	switch err := r.Client.Get(ctx, types.NamespacedName{Name: node.Name}, &nm); {
 	case err == nil:
 		metric = &nm
+		if r.Reporter != nil {
+			r.Reporter.NotActedOn(&nm, compat.NodeMetric, compat.NotActedOnIn(compat.NodeMetric, &nm))
+		}
 	case !apierrors.IsNotFound(err):
 		return reconcile.Result{}, err
 	}
@@ -98,34 +105,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !r.needsWrite(&node, have, want, cfg, now) {
 		return reconcile.Result{RequeueAfter: requeue}, nil
 	}
-	logger.V(2).Info("updating batch resources", "node", node.Name, "batchCPU", want.MilliCPU, "batchMemory", want.MemoryBytes, "reason", want.Reason)
+	logger.V(2).Info("updating batch and mid resources", "node", node.Name, "batchCPU", want.BatchMilliCPU, "batchMemory", want.BatchMemory,
+		"midCPU", want.MidMilliCPU, "midMemory", want.MidMemory, "reason", want.Reason)
 	return reconcile.Result{RequeueAfter: requeue}, r.write(ctx, &node, &want)
 }
 
-// current is what the node advertises now, nil when it has none.
-func current(node *corev1.Node) *Batch {
-	cpu, okC := node.Status.Allocatable[extension.BatchCPU]
-	mem, okM := node.Status.Allocatable[extension.BatchMemory]
-	if !okC && !okM {
+// offered are the node status resources the controller owns.
+var offered = []corev1.ResourceName{extension.BatchCPU, extension.BatchMemory, extension.MidCPU, extension.MidMemory}
+
+// current is what the node advertises now, nil when it has none of them.
+func current(node *corev1.Node) *Offer {
+	a := node.Status.Allocatable
+	found := false
+	for _, name := range offered {
+		_, ok := a[name]
+		found = found || ok
+	}
+	if !found {
 		return nil
 	}
-	return &Batch{MilliCPU: cpu.Value(), MemoryBytes: mem.Value()}
+	q := func(name corev1.ResourceName) int64 { v := a[name]; return v.Value() }
+	return &Offer{BatchMilliCPU: q(extension.BatchCPU), BatchMemory: q(extension.BatchMemory), MidMilliCPU: q(extension.MidCPU), MidMemory: q(extension.MidMemory)}
 }
 
-func (r *Reconciler) needsWrite(node *corev1.Node, have *Batch, want Batch, cfg config.Colocation, now time.Time) bool {
+func (o Offer) amounts() Offer { o.Reason = ""; return o }
+
+func (r *Reconciler) needsWrite(node *corev1.Node, have *Offer, want Offer, cfg config.Colocation, now time.Time) bool {
 	if have == nil {
 		return true
 	}
-	if *have == (Batch{MilliCPU: want.MilliCPU, MemoryBytes: want.MemoryBytes}) {
+	if *have == want.amounts() {
 		return false
 	}
-	// Degraded to nothing is always written: batch pods must stop landing there.
-	if want.MilliCPU == 0 && want.MemoryBytes == 0 {
+	// Degraded to nothing is always written: batch and mid pods must stop
+	// landing there.
+	if want.amounts() == (Offer{}) {
 		return true
 	}
 	alloc := node.Status.Allocatable
-	if moved(have.MilliCPU, want.MilliCPU, alloc.Cpu().MilliValue(), cfg.ResourceDiffThreshold) ||
-		moved(have.MemoryBytes, want.MemoryBytes, alloc.Memory().Value(), cfg.ResourceDiffThreshold) {
+	cpu, mem := alloc.Cpu().MilliValue(), alloc.Memory().Value()
+	d := cfg.ResourceDiffThreshold
+	if moved(have.BatchMilliCPU, want.BatchMilliCPU, cpu, d) || moved(have.BatchMemory, want.BatchMemory, mem, d) ||
+		moved(have.MidMilliCPU, want.MidMilliCPU, cpu, d) || moved(have.MidMemory, want.MidMemory, mem, d) {
 		return true
 	}
 	r.mu.Lock()
@@ -142,20 +163,23 @@ func moved(have, want, allocatable int64, threshold float64) bool {
 	return math.Abs(float64(want-have)) > threshold*float64(allocatable)
 }
 
-// write sets (or, with nil, removes) the batch resources on the Node's status.
-func (r *Reconciler) write(ctx context.Context, node *corev1.Node, b *Batch) error {
+// write sets (or, with nil, removes) the batch and mid resources on the Node's status.
+func (r *Reconciler) write(ctx context.Context, node *corev1.Node, b *Offer) error {
 	patch := client.MergeFrom(node.DeepCopy())
 	for _, l := range []corev1.ResourceList{node.Status.Capacity, node.Status.Allocatable} {
 		if l == nil {
 			continue
 		}
 		if b == nil {
-			delete(l, extension.BatchCPU)
-			delete(l, extension.BatchMemory)
+			for _, name := range offered {
+				delete(l, name)
+			}
 			continue
 		}
-		l[extension.BatchCPU] = *resource.NewQuantity(b.MilliCPU, resource.DecimalSI)
-		l[extension.BatchMemory] = *resource.NewQuantity(b.MemoryBytes, resource.BinarySI)
+		l[extension.BatchCPU] = *resource.NewQuantity(b.BatchMilliCPU, resource.DecimalSI)
+		l[extension.BatchMemory] = *resource.NewQuantity(b.BatchMemory, resource.BinarySI)
+		l[extension.MidCPU] = *resource.NewQuantity(b.MidMilliCPU, resource.DecimalSI)
+		l[extension.MidMemory] = *resource.NewQuantity(b.MidMemory, resource.BinarySI)
 	}
 	if err := r.Client.Status().Patch(ctx, node, patch); err != nil {
 		return err
@@ -192,7 +216,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-				return !equalResources(o.Status.Allocatable, n.Status.Allocatable)
+				// Labels pick the node's nodeConfigs entry.
+				return !equalResources(o.Status.Allocatable, n.Status.Allocatable) || !equalResources(o.Status.Capacity, n.Status.Capacity) ||
+					!maps.Equal(o.Labels, n.Labels)
 			},
 		})).
 		Watches(&slov1alpha1.NodeMetric{}, handler.EnqueueRequestsFromMapFunc(index.SameName)).

@@ -7,6 +7,8 @@
 package reservationlifecycle
 
 import (
+	"github.com/koord-project/koord/pkg/compat"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -54,6 +56,8 @@ type Reconciler struct {
 	// GCAfter is how long a Succeeded or Failed reservation is kept.
 	GCAfter time.Duration
 	Now     func() time.Time
+	// Reporter, when set, reports Reservation fields Koord does not act on.
+	Reporter *compat.Reporter
 }
 
 func (r *Reconciler) now() time.Time {
@@ -69,6 +73,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &res); err != nil {
 		// A deleted reservation's placeholder goes with it (owner reference).
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.Reporter != nil {
+		r.Reporter.NotActedOn(&res, compat.Reservation, compat.NotActedOnIn(compat.Reservation, &res))
 	}
 	now := r.now()
 	if reservationutil.IsTerminal(&res) {

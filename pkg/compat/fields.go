@@ -1,0 +1,178 @@
+// Package compat is the one list of what Koord does with each Koordinator
+// field it accepts: the objects' fields Koord keeps but does not act on yet
+// (reported when set, never refused) and the ones it treats differently.
+// docs/compatibility.md is generated from it (go run ./hack/compatdoc), and
+// a test fails when the two disagree.
+package compat
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Support is what Koord does with a field.
+type Support string
+
+const (
+	// Supported fields behave as in Koordinator.
+	Supported Support = "supported"
+	// NotActedOn fields are accepted and kept, and reported when set (an
+	// Event on the object and the koord_*_unsupported_field metric).
+	NotActedOn Support = "accepted, not acted on"
+	// Differs: Koord acts on the field by a different rule (Note says how).
+	Differs Support = "differs"
+)
+
+// Object names (the Object of a Field).
+const (
+	NodeSLO             = "NodeSLO"
+	NodeMetric          = "NodeMetric"
+	Reservation         = "Reservation"
+	SLOControllerConfig = "slo-controller-config"
+)
+
+// Field is one entry: Path is the field's JSON path in the object, with *
+// for any map key or list element; Value, when set, narrows the entry to that
+// value of the field.
+type Field struct {
+	Object  string
+	Path    string
+	Value   string
+	Support Support
+	Note    string
+}
+
+var qosClasses = "resourceQOSStrategy.*."
+
+// Fields lists every field that is not simply supported. A field of the
+// objects' schemas that is not listed here is supported.
+var Fields = []Field{
+	// NodeSLO: what koordlet enforces.
+	{NodeSLO, "spec.resourceUsedThresholdWithBE.memoryAllocatableEvictThresholdPercent", "", NotActedOn, "BE memory eviction is by node usage (memoryEvictThresholdPercent)"},
+	{NodeSLO, "spec.resourceUsedThresholdWithBE.memoryAllocatableEvictLowerPercent", "", NotActedOn, ""},
+	{NodeSLO, "spec.resourceUsedThresholdWithBE.cpuEvictThresholdPercent", "", NotActedOn, "BE CPU eviction is by BE satisfaction (cpuEvictBESatisfaction*)"},
+	{NodeSLO, "spec.resourceUsedThresholdWithBE.cpuEvictLowerPercent", "", NotActedOn, ""},
+	{NodeSLO, "spec.resourceUsedThresholdWithBE.cpuAllocatableEvictThresholdPercent", "", NotActedOn, ""},
+	{NodeSLO, "spec.resourceUsedThresholdWithBE.cpuAllocatableEvictLowerPercent", "", NotActedOn, ""},
+	{NodeSLO, "spec.resourceUsedThresholdWithBE.cpuEvictPolicy", "evictByAllocatable", NotActedOn, "BE CPU eviction measures satisfaction against the real limit (evictByRealLimit)"},
+	{NodeSLO, "spec.resourceUsedThresholdWithBE.evictEnabledPriorityThreshold", "", NotActedOn, "only BE pods are evicted"},
+	{NodeSLO, "spec.resourceUsedThresholdWithBE.allocatableEvictPriorityThreshold", "", NotActedOn, ""},
+	{NodeSLO, "spec.resourceQOSStrategy.policies.cpuPolicy", "coreSched", NotActedOn, "koordlet uses group identity where the kernel has it, else cpu.idle"},
+	{NodeSLO, "spec.resourceQOSStrategy.policies.netQOSPolicy", "", NotActedOn, ""},
+	{NodeSLO, "spec." + qosClasses + "cpuQOS.coreExpeller", "", NotActedOn, "core scheduling is not used"},
+	{NodeSLO, "spec." + qosClasses + "memoryQOS.wmarkRatio", "", NotActedOn, "async memory reclaim knobs exist only on Alibaba Cloud Linux"},
+	{NodeSLO, "spec." + qosClasses + "memoryQOS.wmarkScalePermill", "", NotActedOn, ""},
+	{NodeSLO, "spec." + qosClasses + "memoryQOS.wmarkMinAdj", "", NotActedOn, ""},
+	{NodeSLO, "spec." + qosClasses + "memoryQOS.priorityEnable", "", NotActedOn, "memcg priority exists only on Alibaba Cloud Linux"},
+	{NodeSLO, "spec." + qosClasses + "memoryQOS.priority", "", NotActedOn, ""},
+	{NodeSLO, "spec." + qosClasses + "memoryQOS.oomKillGroup", "", NotActedOn, ""},
+	{NodeSLO, "spec." + qosClasses + "memoryQOS.pageCacheEnable", "", NotActedOn, "page cache limits exist only on Alibaba Cloud Linux"},
+	{NodeSLO, "spec." + qosClasses + "memoryQOS.pageCacheLimitPercent", "", NotActedOn, ""},
+	{NodeSLO, "spec." + qosClasses + "memoryQOS.pageCacheLimitSize", "", NotActedOn, ""},
+	{NodeSLO, "spec." + qosClasses + "memoryQOS.pageCacheReclaimSync", "", NotActedOn, ""},
+	{NodeSLO, "spec." + qosClasses + "blkioQOS", "", NotActedOn, "block IO QoS is not implemented"},
+	{NodeSLO, "spec." + qosClasses + "resctrlQOS", "", NotActedOn, "LLC and memory bandwidth partitioning (resctrl) is not implemented"},
+	{NodeSLO, "spec." + qosClasses + "networkQOS", "", NotActedOn, "network QoS is not implemented"},
+	{NodeSLO, "spec.resourceQOSStrategy.systemClass", "", NotActedOn, "system pods and host applications get no class-specific QoS"},
+	{NodeSLO, "spec.systemStrategy", "", NotActedOn, "node-wide kernel knobs (min_free_kbytes, watermark_scale_factor, ...) are left as the node has them"},
+	{NodeSLO, "spec.hostApplications", "", NotActedOn, "applications outside pods are not managed"},
+
+	// NodeMetric: what koordlet reports; koord-manager and koord-scheduler read it.
+	{NodeMetric, "spec.metricCollectPolicy.nodeMemoryCollectPolicy", "usageWithHotPageCache", NotActedOn, "memory usage is reported without page cache"},
+	{NodeMetric, "spec.metricCollectPolicy.nodeMemoryCollectPolicy", "usageWithPageCache", NotActedOn, "memory usage is reported without page cache"},
+	{NodeMetric, "status.nodeMetric.aggregatedSystemUsages", "", NotActedOn, "batch resources use the latest system usage"},
+	{NodeMetric, "status.nodeMetric.numaUsages.*.systemUsage", "", NotActedOn, "batch resources are computed per node, not per NUMA node"},
+	{NodeMetric, "status.prodPeakMetric", "", NotActedOn, ""},
+
+	// Reservation: what koord-scheduler places and keeps.
+	{Reservation, "spec.preAllocation", "", NotActedOn, "a reservation is placed only on free resources, never on what running pods hold"},
+	{Reservation, "spec.preAllocationPolicy", "", NotActedOn, ""},
+
+	// slo-controller-config: koord-manager's ConfigMap, per key.
+	{SLOControllerConfig, "colocation-config.metricMemoryCollectPolicy", "usageWithHotPageCache", NotActedOn, "memory usage is reported without page cache"},
+	{SLOControllerConfig, "colocation-config.metricMemoryCollectPolicy", "usageWithPageCache", NotActedOn, "memory usage is reported without page cache"},
+	{SLOControllerConfig, "colocation-config.cpuCalculatePolicy", "request", Supported, "batch CPU is computed by usage, as Koordinator does for this value"},
+	{SLOControllerConfig, "colocation-config.extensions", "", NotActedOn, "third-party extensions are kept"},
+	{SLOControllerConfig, "colocation-config.nodeConfigs.*.extensions", "", NotActedOn, ""},
+	{SLOControllerConfig, "host-application-config", "", NotActedOn, "applications outside pods are not managed"},
+	{SLOControllerConfig, "cpu-normalization-config", "", NotActedOn, "batch-cpu is not scaled by CPU model"},
+	{SLOControllerConfig, "resource-amplification-config", "", NotActedOn, "node allocatable is not amplified"},
+}
+
+// NotActedOnIn lists the entries of object that obj sets (as "path" or
+// "path=value"), in the order of Fields. obj is the object itself or its
+// JSON form ([]byte or json.RawMessage).
+func NotActedOnIn(object string, obj any) []string {
+	var tree any
+	var raw []byte
+	switch v := obj.(type) {
+	case []byte:
+		raw = v
+	case json.RawMessage:
+		raw = v
+	default:
+		var err error
+		if raw, err = json.Marshal(obj); err != nil {
+			return nil
+		}
+	}
+	if json.Unmarshal(raw, &tree) != nil {
+		return nil
+	}
+	var out []string
+	for _, f := range Fields {
+		if f.Object != object || f.Support != NotActedOn {
+			continue
+		}
+		if set(tree, strings.Split(f.Path, "."), f.Value) {
+			out = append(out, f.Name())
+		}
+	}
+	return out
+}
+
+// Name is how reports and the metric name the entry.
+func (f Field) Name() string {
+	if f.Value != "" {
+		return f.Path + "=" + f.Value
+	}
+	return f.Path
+}
+
+// set says whether the path is present (not null) in tree, and equal to
+// value when that is given.
+func set(tree any, path []string, value string) bool {
+	if len(path) == 0 {
+		if tree == nil {
+			return false
+		}
+		if value == "" {
+			return true
+		}
+		s, ok := tree.(string)
+		return ok && s == value
+	}
+	switch t := tree.(type) {
+	case map[string]any:
+		if path[0] == "*" {
+			for _, v := range t {
+				if set(v, path[1:], value) {
+					return true
+				}
+			}
+			return false
+		}
+		v, ok := t[path[0]]
+		return ok && set(v, path[1:], value)
+	case []any:
+		if path[0] != "*" {
+			return false
+		}
+		for _, v := range t {
+			if set(v, path[1:], value) {
+				return true
+			}
+		}
+	}
+	return false
+}
