@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/internal/topologytest"
+	"github.com/koord-project/koord/pkg/compat"
 	"github.com/koord-project/koord/pkg/koordlet/agent"
 	"github.com/koord-project/koord/pkg/slo/config"
 )
@@ -69,7 +71,10 @@ func koordletScene(ctx context.Context, cp *controlplane.ControlPlane) error {
 	// The operator's part: Koordinator's slo-controller-config keys.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: config.ConfigMapName}, Data: map[string]string{
 		config.ResourceThresholdKey: `{"clusterStrategy":{"enable":true,"cpuSuppressThresholdPercent":65,"cpuSuppressPolicy":"cpuset"}}`,
-		config.ResourceQOSKey:       `{"clusterStrategy":{"beClass":{"cpuQOS":{"enable":true}}}}`,
+		config.ResourceQOSKey:       `{"clusterStrategy":{"beClass":{"cpuQOS":{"enable":true},"blkioQOS":{"enable":true}}}}`,
+		// Koordinator keys Koord keeps but does not act on, and a typo.
+		"host-application-config": `{"applications":[{"name":"nginx","qos":"LS"}]}`,
+		config.CPUBurstKey:        `{"clusterStrategy":{"policy":"none","cpuBurstPrecent":1000}}`,
 	}}
 	if _, err := cp.Client.CoreV1().ConfigMaps(managerNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return err
@@ -107,6 +112,35 @@ func koordletScene(ctx context.Context, cp *controlplane.ControlPlane) error {
 	limit := read("memory/" + sparkDir + "/memory.limit_in_bytes")
 	fmt.Printf("  default/spark-be    batch-cpu 4000 → cpu.shares %s, cpu.cfs_quota_us %s per 100000 µs; batch-memory 8Gi → memory.limit_in_bytes %s\n",
 		read("cpu/"+sparkDir+"/cpu.shares"), read("cpu/"+sparkDir+"/cpu.cfs_quota_us"), bytesText(limit))
+	return showReports(ctx, cp)
+}
+
+// showReports prints what koord-manager said about the Koordinator fields
+// of slo-controller-config it does not act on, and the typo: the rest of the
+// ConfigMap took effect all the same.
+func showReports(ctx context.Context, cp *controlplane.ControlPlane) error {
+	var lines []string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		evs, err := cp.Client.CoreV1().Events(managerNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		lines = lines[:0]
+		for _, e := range evs.Items {
+			if e.Reason == compat.ReasonNotActedOn || e.Reason == compat.ReasonUnknownField {
+				lines = append(lines, fmt.Sprintf("  %-16s %s", e.Reason, e.Message))
+			}
+		}
+		return len(lines) >= 3, nil
+	})
+	if err != nil {
+		return fmt.Errorf("koord-manager did not report the fields it does not act on: %v", lines)
+	}
+	slices.Sort(lines)
+	fmt.Println("koord-manager kept Koordinator's fields it does not act on yet, and the typo, and said so (Warning events):")
+	for _, l := range lines {
+		fmt.Println(l)
+	}
 	return nil
 }
 

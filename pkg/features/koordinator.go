@@ -138,3 +138,17 @@ func ReportNotImplemented(logger logr.Logger, g featuregate.FeatureGate) prometh
 	}
 	return gauge
 }
+
+// Gates lists the gate names every Koord component accepts, sorted: the ones
+// Koord implements, and Koordinator's that it accepts without acting on.
+func Gates() (implemented, notImplemented []string) {
+	for f := range defaults {
+		implemented = append(implemented, string(f))
+	}
+	for f := range koordinatorOnly {
+		notImplemented = append(notImplemented, string(f))
+	}
+	sort.Strings(implemented)
+	sort.Strings(notImplemented)
+	return implemented, notImplemented
+}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -277,5 +278,33 @@ func TestTrustBoundaries(t *testing.T) {
 	}
 	if args := strings.Join(toStrings(containers(t, named(t, objs, "Deployment", "koord-manager"))[0]["args"]), " "); !strings.Contains(args, "--metrics-secure=true") {
 		t.Errorf("koord-manager args %s do not serve metrics securely", args)
+	}
+}
+
+// ACK's migration keeps the configuration as kube-system/ack-slo-config:
+// koord-manager is pointed at it, may read it and keep its last good copy
+// beside it, and the chart does not create or overwrite it.
+func TestExistingSLOConfig(t *testing.T) {
+	objs := render(t, "--set", "manager.sloConfig.name=ack-slo-config,manager.sloConfig.namespace=kube-system,manager.sloConfig.create=false")
+	for _, cm := range byKind(objs, "ConfigMap") {
+		if strings.Contains(cm.GetName(), "slo") {
+			t.Errorf("the chart must not create %s/%s", cm.GetNamespace(), cm.GetName())
+		}
+	}
+	var args []string
+	for _, c := range containers(t, named(t, objs, "Deployment", "koord-manager")) {
+		args = append(args, toStrings(c["args"])...)
+	}
+	for _, want := range []string{"--slo-config-name=ack-slo-config", "--config-namespace=kube-system"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("koord-manager args %v lack %s", args, want)
+		}
+	}
+	role := named(t, objs, "Role", "koord-manager-config")
+	if role.GetNamespace() != "kube-system" || !strings.Contains(fmt.Sprint(role.Object["rules"]), "ack-slo-config-last-good") {
+		t.Errorf("Role koord-manager-config: %v", role.Object)
+	}
+	if rb := named(t, objs, "RoleBinding", "koord-manager-config"); rb.GetNamespace() != "kube-system" {
+		t.Errorf("RoleBinding koord-manager-config in %s", rb.GetNamespace())
 	}
 }

@@ -115,15 +115,15 @@ func TestManagerBatchResources(t *testing.T) {
 	setSLOConfig(t, ctx, cp, map[string]string{config.ColocationKey: `{"enable": true, "cpuReclaimThresholdPercent": 80}`})
 	waitBatch(t, ctx, cp, "m1", 5000, -1)
 
-	// A typo: reported on the ConfigMap, and the node keeps what it had.
-	setSLOConfig(t, ctx, cp, map[string]string{config.ColocationKey: `{"enable": true, "cpuReclaimThresholdPercent": 140}`})
+	// An invalid value: reported on the ConfigMap, and the node keeps what it had.
+	setSLOConfig(t, ctx, cp, map[string]string{config.ColocationKey: `{"enable": true, "cpuReclaimThresholdPercent": -5}`})
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		evs, err := cp.Client.CoreV1().Events("koord-system").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
 		for _, e := range evs.Items {
-			if e.Reason == "InvalidConfig" && strings.Contains(e.Message, "key colocation-config") && strings.Contains(e.Message, "cpuReclaimThresholdPercent 140") {
+			if e.Reason == "InvalidConfig" && strings.Contains(e.Message, "key colocation-config") && strings.Contains(e.Message, "cpuReclaimThresholdPercent must not be negative") {
 				return true, nil
 			}
 		}
@@ -157,6 +157,22 @@ func TestManagerBatchResources(t *testing.T) {
 	}
 	// Reporting again restores it, under the last good configuration (80 %).
 	waitBatch(t, ctx, cp, "m1", 5000, 45<<30)
+
+	// Koordinator's nodeConfigs pick m1 by its labels (95 %: 10 × 95 % −
+	// 2 − 1 = 6.5 cores, a move above resourceDiffThreshold); a misspelt field is reported as unknown, and the
+	// rest of the ConfigMap still takes effect; Koordinator's own fields
+	// Koord keeps without acting on them are reported as such.
+	setSLOConfig(t, ctx, cp, map[string]string{config.ColocationKey: `{"enable": true, "cpuReclaimThresholdPercent": 80, "enabeld": true,
+		"nodeConfigs": [{"name": "m1", "nodeSelector": {"matchLabels": {"kubernetes.io/hostname": "m1"}}, "cpuReclaimThresholdPercent": 95}]}`,
+		"host-application-config": `{"applications": []}`})
+	waitBatch(t, ctx, cp, "m1", 6500, 45<<30)
+	waitEvent(t, ctx, cp, "UnknownField", `colocation-config: unknown field "enabeld"`)
+	waitEvent(t, ctx, cp, "UnsupportedField", "host-application-config")
+	if n, err := cp.Client.CoreV1().Nodes().Get(ctx, "m1", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if _, ok := n.Status.Allocatable[extension.MidCPU]; !ok {
+		t.Errorf("no %s on the node: %v", extension.MidCPU, n.Status.Allocatable)
+	}
 
 	// Colocation off: the batch resources are removed, not left stale.
 	setSLOConfig(t, ctx, cp, map[string]string{config.ColocationKey: `{"enable": false}`})
@@ -247,5 +263,28 @@ func TestManagerBinaryWithShippedRBAC(t *testing.T) {
 	got, err := cp.Client.AppsV1().DaemonSets("koord-system").Get(ctx, "koordlet", metav1.GetOptions{})
 	if err == nil && got.DeletionTimestamp == nil {
 		t.Error("the koordlet DaemonSet was not deleted before its ConfigMaps")
+	}
+}
+
+// waitEvent waits for an Event in koord-system with the reason and a message containing text.
+func waitEvent(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, reason, text string) {
+	t.Helper()
+	var last []string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		evs, err := cp.Client.CoreV1().Events("koord-system").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = last[:0]
+		for _, e := range evs.Items {
+			last = append(last, e.Reason+": "+e.Message)
+			if e.Reason == reason && strings.Contains(e.Message, text) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("no %s event containing %q; events: %v", reason, text, last)
 	}
 }
