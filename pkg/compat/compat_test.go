@@ -156,3 +156,20 @@ func TestReporter(t *testing.T) {
 		t.Errorf("metric series: %d, want 3", n)
 	}
 }
+
+// NotActedOnIn reads objects tenants and nodes write: any JSON, or none,
+// must give an answer, never a panic.
+func FuzzNotActedOnIn(f *testing.F) {
+	f.Add([]byte(`{"spec":{"resourceQOSStrategy":{"lsClass":{"blkioQOS":{"enable":true}}},"hostApplications":[{}]}}`))
+	f.Add([]byte(`{"spec":{"resourceQOSStrategy":[1,{"x":null}]}}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		for _, object := range []string{compat.NodeSLO, compat.NodeMetric, compat.Reservation, compat.SLOControllerConfig} {
+			for _, name := range compat.NotActedOnIn(object, raw) {
+				if name == "" {
+					t.Fatal("an empty field name")
+				}
+			}
+		}
+	})
+}

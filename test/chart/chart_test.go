@@ -308,3 +308,51 @@ func TestExistingSLOConfig(t *testing.T) {
 		t.Errorf("RoleBinding koord-manager-config in %s", rb.GetNamespace())
 	}
 }
+
+// Koordinator's own values file for v1.8 (test/compat/testdata) installs
+// Koord: its namespace, log levels, ports, placement and feature keys are
+// taken; its image references, which name Koordinator's images, are not.
+func TestKoordinatorValues(t *testing.T) {
+	values := filepath.Join(chartDir(t), "..", "..", "..", "test", "compat", "testdata", "koordinator-v1.8.0-values.yaml")
+	helm(t, "lint", chartDir(t), "-f", values)
+	// Koordinator's imagePullSecrets is a map ({}); a list of names replaces it.
+	secrets := filepath.Join(t.TempDir(), "secrets.yaml")
+	if err := os.WriteFile(secrets, []byte("imagePullSecrets: [regcred]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, "-f", values, "-f", secrets, "--set", "imageTag=dev",
+		"--set", "koordlet.features=CPUBurst=false", "--set", "manager.nodeSelector.pool=system")
+	for _, o := range objs {
+		if ns := o.GetNamespace(); ns != "" && ns != "koordinator-system" && ns != "kube-system" {
+			t.Errorf("%s %s in namespace %s, want installation.namespace koordinator-system", o.GetKind(), o.GetName(), ns)
+		}
+	}
+	for _, tc := range []struct {
+		kind, name, image string
+		args              []string
+	}{
+		{"DaemonSet", "koordlet", "registry.cn-beijing.aliyuncs.com/koord/koordlet:dev", []string{"--v=4", "--metrics-addr=:9316", "--feature-gates=CPUBurst=false"}},
+		{"Deployment", "koord-manager", "registry.cn-beijing.aliyuncs.com/koord/koord-manager:dev", []string{"--v=4", "--metrics-addr=:8080", "--health-addr=:8000", "--config-namespace=koordinator-system"}},
+		{"Deployment", "koord-scheduler", "registry.cn-beijing.aliyuncs.com/koord/koord-scheduler:dev", []string{"--v=4"}},
+	} {
+		o := named(t, objs, tc.kind, tc.name)
+		c := containers(t, o)[0]
+		if c["image"] != tc.image {
+			t.Errorf("%s image %v, want %s (Koordinator's repository names its own image, not Koord's)", tc.name, c["image"], tc.image)
+		}
+		args := toStrings(c["args"])
+		for _, want := range tc.args {
+			if !slices.Contains(args, want) {
+				t.Errorf("%s args %v lack %s", tc.name, args, want)
+			}
+		}
+		secrets, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "imagePullSecrets")
+		if fmt.Sprint(secrets) != "[map[name:regcred]]" {
+			t.Errorf("%s imagePullSecrets %v", tc.name, secrets)
+		}
+	}
+	sel, _, _ := unstructured.NestedStringMap(named(t, objs, "Deployment", "koord-manager").Object, "spec", "template", "spec", "nodeSelector")
+	if sel["pool"] != "system" {
+		t.Errorf("manager.nodeSelector not applied: %v", sel)
+	}
+}
