@@ -74,13 +74,6 @@ func (a *LoadAwareSchedulingArgs) NotActedOn() []string {
 	add(a.DominantResourceWeight != 0, "dominantResourceWeight", a.DominantResourceWeight)
 	add(a.ProdUsageIncludeSys, "prodUsageIncludeSys", a.ProdUsageIncludeSys)
 	add(a.Estimator != "" && a.Estimator != DefaultEstimator, "estimator", a.Estimator)
-	if v := a.EstimatedSecondsAfterPodScheduled; v != nil {
-		add(true, "estimatedSecondsAfterPodScheduled", *v)
-	}
-	if v := a.EstimatedSecondsAfterInitialized; v != nil {
-		add(true, "estimatedSecondsAfterInitialized", *v)
-	}
-	add(a.AllowCustomizeEstimation, "allowCustomizeEstimation", a.AllowCustomizeEstimation)
 	add(len(a.SupportedResources) > 0, "supportedResources", a.SupportedResources)
 	return out
 }

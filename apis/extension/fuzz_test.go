@@ -78,6 +78,11 @@ func FuzzCustomUsageThresholds(f *testing.F) {
 		`{"usageThresholds":{"cpu":165}}`, `{"usageThresholds":{"cpu":"x"}}`)
 }
 
+func FuzzCustomEstimatedScalingFactors(f *testing.F) {
+	fuzzAnnotation(f, AnnotationCustomEstimatedScalingFactors, GetCustomEstimatedScalingFactors,
+		`{"cpu":60,"memory":80}`, `{"cpu":-1}`, `{"cpu":1001}`, `{"cpu":"x"}`, `[]`)
+}
+
 func FuzzReservationAffinity(f *testing.F) {
 	fuzzAnnotation(f, AnnotationReservationAffinity, GetReservationAffinity,
 		`{"name":"r1"}`, `{"reservationSelector":{"app":"web"}}`,

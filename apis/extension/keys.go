@@ -34,6 +34,14 @@ const (
 const (
 	// AnnotationCustomUsageThresholds overrides LoadAwareScheduling thresholds for one node.
 	AnnotationCustomUsageThresholds = SchedulingDomainPrefix + "usage-thresholds"
+	// AnnotationCustomEstimatedScalingFactors is a pod's own
+	// LoadAwareScheduling scaling factors ({"cpu": 60}), honoured only when
+	// the plugin's allowCustomizeEstimation is on.
+	AnnotationCustomEstimatedScalingFactors = SchedulingDomainPrefix + "load-estimated-scaling-factors"
+	// AnnotationCustomEstimatedSecondsAfterPodScheduled is how long after
+	// it was scheduled a pod counts at its estimate even when measured
+	// (also only with allowCustomizeEstimation).
+	AnnotationCustomEstimatedSecondsAfterPodScheduled = SchedulingDomainPrefix + "load-estimated-seconds-after-pod-scheduled"
 	// LabelNodeCPUBindPolicy makes every integer-CPU pod on the node bind CPUs.
 	LabelNodeCPUBindPolicy = NodeDomainPrefix + "cpu-bind-policy"
 	// LabelNodeNUMATopologyPolicy is the node's NUMA placement policy.

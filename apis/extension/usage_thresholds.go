@@ -3,6 +3,7 @@ package extension
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,4 +80,52 @@ func GetCustomUsageThresholds(annotations map[string]string) (*CustomUsageThresh
 		return nil, annotationError(AnnotationCustomUsageThresholds, err)
 	}
 	return t, nil
+}
+
+// MaxEstimatedScalingFactor bounds a pod's own scaling factors: an estimate
+// of more than ten times the request is a typo, not a forecast.
+const MaxEstimatedScalingFactor = 1000
+
+// GetCustomEstimatedScalingFactors parses a pod's
+// load-estimated-scaling-factors annotation (percent per resource); nil
+// without error when the pod has none.
+func GetCustomEstimatedScalingFactors(annotations map[string]string) (map[corev1.ResourceName]int64, error) {
+	v, ok := annotations[AnnotationCustomEstimatedScalingFactors]
+	if !ok {
+		return nil, nil
+	}
+	factors := map[corev1.ResourceName]int64{}
+	if err := decodeJSON(v, &factors); err != nil {
+		return nil, annotationError(AnnotationCustomEstimatedScalingFactors, err)
+	}
+	for _, name := range sortedResourceNames(factors) {
+		if f := factors[name]; f < 0 || f > MaxEstimatedScalingFactor {
+			return nil, annotationError(AnnotationCustomEstimatedScalingFactors, fmt.Errorf("%s: %d is not within 0-%d", name, f, MaxEstimatedScalingFactor))
+		}
+	}
+	return factors, nil
+}
+
+// GetCustomEstimatedSecondsAfterPodScheduled parses a pod's
+// load-estimated-seconds-after-pod-scheduled annotation; -1 without error
+// when the pod has none.
+func GetCustomEstimatedSecondsAfterPodScheduled(annotations map[string]string) (int64, error) {
+	v, ok := annotations[AnnotationCustomEstimatedSecondsAfterPodScheduled]
+	if !ok {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return -1, annotationError(AnnotationCustomEstimatedSecondsAfterPodScheduled, fmt.Errorf("%q is not a number of seconds", v))
+	}
+	return n, nil
+}
+
+func sortedResourceNames(m map[corev1.ResourceName]int64) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	return names
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/pkg/compat"
@@ -43,7 +44,20 @@ func TestFieldsExist(t *testing.T) {
 			{Name: "ResourceAmplification", Type: reflect.TypeFor[map[string]any](), Tag: `json:"resource-amplification-config"`},
 		}),
 	}
+	annotations := map[string]reflect.Type{extension.AnnotationResourceSpec: reflect.TypeFor[extension.ResourceSpec]()}
 	for _, f := range compat.Fields {
+		if f.Object == compat.PodAnnotation {
+			found := false
+			for key, typ := range annotations {
+				if rest, ok := strings.CutPrefix(f.Path, key+"."); ok {
+					found = hasPath(typ, strings.Split(rest, "."))
+				}
+			}
+			if !found {
+				t.Errorf("%s %s: no such annotation field", f.Object, f.Path)
+			}
+			continue
+		}
 		typ, ok := types[f.Object]
 		if !ok {
 			t.Errorf("%s: unknown object", f.Name())

@@ -29,6 +29,8 @@ const (
 	NodeMetric          = "NodeMetric"
 	Reservation         = "Reservation"
 	SLOControllerConfig = "slo-controller-config"
+	// PodAnnotation entries name the annotation, then the field in its value.
+	PodAnnotation = "Pod annotation"
 )
 
 // Field is one entry: Path is the field's JSON path in the object, with *
@@ -83,6 +85,12 @@ var Fields = []Field{
 	{NodeMetric, "status.nodeMetric.aggregatedSystemUsages", "", NotActedOn, "batch resources use the latest system usage"},
 	{NodeMetric, "status.nodeMetric.numaUsages.*.systemUsage", "", NotActedOn, "batch resources are computed per node, not per NUMA node"},
 	{NodeMetric, "status.prodPeakMetric", "", NotActedOn, ""},
+
+	// Annotations and labels Koord acts on by a rule of its own.
+	{PodAnnotation, "scheduling.koordinator.sh/resource-spec.preferredCPUBindPolicy", "SpreadByPCPUs", Differs,
+		"with numaScoringStrategy MostAllocated, a NUMA node where the pod gets one thread of each core comes before a fuller one where it would get both threads of a core"},
+	{PodAnnotation, "scheduling.koordinator.sh/resource-spec.preferredCPUBindPolicy", "FullPCPUs", Differs,
+		"never falls back to half cores: a pod that cannot have whole cores stays pending"},
 
 	// Reservation: what koord-scheduler places and keeps.
 	{Reservation, "spec.preAllocation", "", NotActedOn, "a reservation is placed only on free resources, never on what running pods hold"},

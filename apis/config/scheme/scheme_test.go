@@ -209,8 +209,8 @@ func TestKoordinatorLoadAwareArgsAccepted(t *testing.T) {
 		got.EstimatedSecondsAfterInitialized == nil || *got.EstimatedSecondsAfterInitialized != 30 || !got.AllowCustomizeEstimation || len(got.SupportedResources) != 1 {
 		t.Errorf("args not kept: %+v", got)
 	}
-	want := []string{"dominantResourceWeight=2", "prodUsageIncludeSys=true", "estimatedSecondsAfterPodScheduled=120",
-		"estimatedSecondsAfterInitialized=30", "allowCustomizeEstimation=true", "supportedResources=[kubernetes.io/batch-cpu]"}
+	// estimatedSecondsAfter* and allowCustomizeEstimation are acted on.
+	want := []string{"dominantResourceWeight=2", "prodUsageIncludeSys=true", "supportedResources=[kubernetes.io/batch-cpu]"}
 	if diff := cmp.Diff(want, got.NotActedOn()); diff != "" {
 		t.Errorf("NotActedOn (-want +got):\n%s", diff)
 	}

@@ -27,6 +27,9 @@ type podRecord struct {
 	// since is when the pod was bound (or assumed): a metric reported less
 	// than one report interval after it cannot reflect the pod yet.
 	since time.Time
+	// forcedUntil: until then the pod counts at its estimate even when the
+	// metric reports it (estimatedSecondsAfter*).
+	forcedUntil time.Time
 }
 
 // The three usage figures of a node, per resource.
@@ -45,6 +48,10 @@ const (
 // Never changed once published (a change publishes a new one).
 type nodeEstimate struct {
 	updated int64 // the NodeMetric's update time, Unix nanoseconds
+	// unreported: the NodeMetric exists but koordlet never reported (no
+	// update time). It counts as expired, as in Koordinator: a node whose
+	// koordlet is not running is not judged by an empty status.
+	unreported bool
 	// usage is each resource's figures, by kind (filterUsage, scoreUsage,
 	// prodUsage); in inline for profiles of up to two resources (cpu and
 	// memory, the usual), so that Filter reads one object per node, not two:
@@ -73,7 +80,8 @@ type nodeState struct {
 	metric *slov1alpha1.NodeMetric
 	pods   map[types.UID]*podRecord
 	name   string
-	// thresholdsParsed caches the usage-thresholds annotation by its raw value.
+	// thresholdsParsed caches the usage-thresholds annotation by its raw
+	// value. Its aggregation, when it names one, is the node's filter usage.
 	thresholdsRaw    string
 	thresholdsParsed *nodeThresholds
 }
@@ -162,15 +170,16 @@ func (c *usageCache) assign(pod *corev1.Pod, nodeName string, since time.Time, e
 		since = rec.since
 	}
 	if est == nil {
-		est = estimatePod(pod, c.resources, c.args.EstimatedScalingFactors)
+		est = estimatePod(pod, c.resources, podFactors(c.args, pod))
 	}
 	n.pods[pod.UID] = &podRecord{
-		namespace:  pod.Namespace,
-		name:       pod.Name,
-		prod:       extension.PodPriorityClass(pod.Spec.Priority) == extension.PriorityProd,
-		estimate:   est,
-		generation: pod.Generation,
-		since:      since,
+		namespace:   pod.Namespace,
+		name:        pod.Name,
+		prod:        extension.PodPriorityClass(pod.Spec.Priority) == extension.PriorityProd,
+		estimate:    est,
+		generation:  pod.Generation,
+		since:       since,
+		forcedUntil: forcedUntil(c.args, pod, since),
 	}
 	c.podNode[pod.UID] = nodeName
 	c.refresh(n)
@@ -211,18 +220,34 @@ func (c *usageCache) forgetIfUnused(n *nodeState) {
 // refresh recomputes a node's estimate; the caller holds the write lock.
 func (c *usageCache) refresh(n *nodeState) {
 	m := n.metric
-	if m == nil || m.Status.NodeMetric == nil || m.Status.UpdateTime == nil {
+	if m != nil && m.Status.UpdateTime == nil {
+		est := newEstimate(0, len(c.resources))
+		est.unreported = true
+		c.publish(n.name, est)
+		return
+	}
+	if m == nil || m.Status.NodeMetric == nil {
 		c.publish(n.name, nil)
 		return
 	}
 	latest := c.vectorOf(m.Status.NodeMetric.NodeUsage)
 	filter, score := latest, latest
+	// The node's own aggregation (its usage-thresholds annotation) comes
+	// before the args'.
+	var aggType slov1alpha1.AggregationType
+	var aggDuration metav1.Duration
 	if a := c.args.Aggregated; a != nil {
-		if a.UsageAggregationType != "" {
-			if usage, ok := aggregated(m, a.UsageAggregationType, a.UsageAggregatedDuration); ok {
-				filter = c.vectorOf(usage)
-			}
+		aggType, aggDuration = a.UsageAggregationType, a.UsageAggregatedDuration
+	}
+	if t := n.thresholdsParsed; t != nil && t.aggType != "" {
+		aggType, aggDuration = t.aggType, t.aggDuration
+	}
+	if aggType != "" {
+		if usage, ok := aggregated(m, aggType, aggDuration); ok {
+			filter = c.vectorOf(usage)
 		}
+	}
+	if a := c.args.Aggregated; a != nil {
 		if a.ScoreAggregationType != "" {
 			if usage, ok := aggregated(m, a.ScoreAggregationType, a.ScoreAggregatedDuration); ok {
 				score = c.vectorOf(usage)
@@ -248,10 +273,11 @@ func (c *usageCache) refresh(n *nodeState) {
 
 	// A pod bound after this point may have started after koordlet sampled.
 	horizon := m.Status.UpdateTime.Add(-m.Spec.CollectPolicy.ReportInterval())
+	now := c.now()
 	extra := make(vector, len(c.resources))
 	for _, rec := range n.pods {
 		seen, inMetric := reported[types.NamespacedName{Namespace: rec.namespace, Name: rec.name}]
-		if inMetric && !rec.since.After(horizon) {
+		if inMetric && !rec.since.After(horizon) && !rec.forcedUntil.After(now) {
 			continue
 		}
 		for i := range extra {

@@ -48,6 +48,13 @@ func (p *Plugin) filter(ctx context.Context, state fwk.CycleState, s *podState, 
 	if est == nil {
 		return nil // no NodeMetric yet: nothing to judge by
 	}
+	custom, refreshed := p.customThresholds(ctx, node)
+	if refreshed {
+		// The node's own aggregation changed its estimate: read it again.
+		if est = p.cache.estimate(node.Name); est == nil {
+			return nil
+		}
+	}
 	if p.expired(s, est) {
 		if p.args.FilterExpiredNodeMetrics && !p.args.EnableScheduleWhenNodeMetricsExpired {
 			if logger := klog.FromContext(ctx); logger.V(5).Enabled() {
@@ -58,8 +65,8 @@ func (p *Plugin) filter(ctx context.Context, state fwk.CycleState, s *podState, 
 		return nil
 	}
 	usage, prod := p.usageThresholds, p.prodThresholds
-	if t := p.customThresholds(ctx, node); t != nil {
-		usage, prod = t.usage, t.prod
+	if custom != nil {
+		usage, prod = custom.usage, custom.prod
 	}
 	alloc := nodeInfo.GetAllocatable()
 	var buf [maxResources]int64
@@ -193,5 +200,5 @@ func allocatable(r fwk.Resource, name corev1.ResourceName) int64 {
 }
 
 func (p *Plugin) expired(s *podState, est *nodeEstimate) bool {
-	return p.expiration > 0 && est.updated < s.stale
+	return est.unreported || p.expiration > 0 && est.updated < s.stale
 }

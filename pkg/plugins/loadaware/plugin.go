@@ -218,7 +218,7 @@ func (s *podState) Clone() fwk.StateData { return s }
 
 func (p *Plugin) computePodState(pod *corev1.Pod) *podState {
 	s := &podState{
-		estimate: estimatePod(pod, p.resources, p.args.EstimatedScalingFactors),
+		estimate: estimatePod(pod, p.resources, podFactors(p.args, pod)),
 		prod:     extension.PodPriorityClass(pod.Spec.Priority) == extension.PriorityProd,
 		stale:    p.now().Add(-p.expiration).UnixNano(),
 	}

@@ -116,18 +116,24 @@ func score(t *testing.T, p *Plugin, pod *corev1.Pod, n *corev1.Node) int64 {
 func TestEstimatePod(t *testing.T) {
 	resources := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
 	factors := map[corev1.ResourceName]int64{corev1.ResourceCPU: 85, corev1.ResourceMemory: 70}
+	// Koordinator's estimator results: rounded to the nearest unit (2Gi ×
+	// 70 % is 1503238553.6 bytes: 1503238554).
 	cases := []struct {
 		name     string
 		pod      *corev1.Pod
 		cpu, mem int64
 	}{
-		{"request only", makePod("a", rl("2", "4Gi"), nil, 0), 1700, 4 << 30 * 70 / 100},
-		{"limit above request", makePod("b", rl("1", "1Gi"), rl("4", "2Gi"), 0), 3400, 2 << 30 * 70 / 100},
+		{"request only", makePod("a", rl("2", "4Gi"), nil, 0), 1700, 3006477107},
+		{"limit above request", makePod("b", rl("1", "1Gi"), rl("4", "2Gi"), 0), 3400, 1503238554},
 		{"nothing requested", makePod("c", nil, nil, 0), 250, 200 << 20},
 		{"batch resources", &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{extension.BatchCPU: resource.MustParse("2000"), extension.BatchMemory: resource.MustParse("1Gi")},
 			Limits:   corev1.ResourceList{extension.BatchCPU: resource.MustParse("2000"), extension.BatchMemory: resource.MustParse("1Gi")},
-		}}}}}, 1700, 1 << 30 * 70 / 100},
+		}}}}}, 1700, 751619277},
+		// A koord-mid pod's mid-cpu and mid-memory are its cpu and memory.
+		{"mid resources", &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{extension.MidCPU: resource.MustParse("1000"), extension.MidMemory: resource.MustParse("1Gi")},
+		}}}}}, 850, 751619277},
 	}
 	for _, tc := range cases {
 		got := estimatePod(tc.pod, resources, factors)
@@ -233,6 +239,115 @@ func TestStaleMetrics(t *testing.T) {
 		if s := score(t, p, pod, node); s == 0 {
 			t.Errorf("%s: fresh node still scores 0", tc.name)
 		}
+	}
+}
+
+// Koordinator's filterExpiredNodeMetrics: a NodeMetric koordlet never
+// reported (no update time) counts as expired and the node is filtered; a
+// node with no NodeMetric at all, or a reported one without node usage, is
+// not judged.
+func TestUnreportedMetric(t *testing.T) {
+	clk := &clock{t0}
+	node := makeNode("n1", "10", "100Gi")
+	pod := makePod("p", rl("100m", "100Mi"), nil, 0)
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	if err := filter(p, pod, node); err != nil {
+		t.Errorf("no NodeMetric: %v", err)
+	}
+	p.cache.setMetric("n1", &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	if err := filter(p, pod, node); err == nil || !strings.Contains(err.Error(), reasonExpired) {
+		t.Errorf("never-reported NodeMetric: %v, want %q", err, reasonExpired)
+	}
+	if s := score(t, p, pod, node); s != 0 {
+		t.Errorf("never-reported NodeMetric scores %d, want 0", s)
+	}
+	p.cache.setMetric("n1", &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+		Status: slov1alpha1.NodeMetricStatus{UpdateTime: &metav1.Time{Time: t0}}})
+	if err := filter(p, pod, node); err != nil {
+		t.Errorf("reported, without node usage: %v", err)
+	}
+	allowed := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
+		a.EnableScheduleWhenNodeMetricsExpired = ptr.To(true)
+	}), nil, clk.now)
+	allowed.cache.setMetric("n1", &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	if err := filter(allowed, pod, node); err != nil {
+		t.Errorf("enableScheduleWhenNodeMetricsExpired: %v", err)
+	}
+}
+
+// The node annotation's aggregatedUsage (thresholds and type, and the
+// window) applies without any aggregation in the args, as in Koordinator.
+func TestNodeAggregatedUsage(t *testing.T) {
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now) // cpu threshold 65 %
+	m := metric("n1", t0, "1", "1Gi")
+	m.Status.NodeMetric.AggregatedNodeUsages = []slov1alpha1.AggregatedUsage{
+		{Duration: metav1.Duration{Duration: 5 * time.Minute}, Usage: map[slov1alpha1.AggregationType]slov1alpha1.ResourceMap{
+			slov1alpha1.P90: {ResourceList: rl("7", "2Gi")}}},
+		{Duration: metav1.Duration{Duration: 10 * time.Minute}, Usage: map[slov1alpha1.AggregationType]slov1alpha1.ResourceMap{
+			slov1alpha1.P90: {ResourceList: rl("5", "2Gi")}}},
+	}
+	p.cache.setMetric("n1", m)
+	node := makeNode("n1", "10", "100Gi")
+	pod := makePod("p", rl("100m", ""), nil, 0)
+	if err := filter(p, pod, node); err != nil {
+		t.Fatalf("latest usage 10%%: %v", err)
+	}
+	node.Annotations = map[string]string{extension.AnnotationCustomUsageThresholds: `{"aggregatedUsage":{"usageThresholds":{"cpu":60},"usageAggregationType":"p90","usageAggregatedDuration":"10m"}}`}
+	// p90 over 10m is 51 % with the pod: under 60.
+	if err := filter(p, pod, node); err != nil {
+		t.Errorf("p90 over 10m (51%%) under the node's 60%%: %v", err)
+	}
+	node.Annotations[extension.AnnotationCustomUsageThresholds] = `{"aggregatedUsage":{"usageThresholds":{"cpu":60},"usageAggregationType":"p90","usageAggregatedDuration":"5m"}}`
+	if err := filter(p, pod, node); err == nil {
+		t.Error("p90 over 5m (71%) admitted under the node's 60%")
+	}
+	// Without a type, Koordinator ignores aggregatedUsage: the latest usage
+	// and the args' thresholds apply again.
+	node.Annotations[extension.AnnotationCustomUsageThresholds] = `{"aggregatedUsage":{"usageThresholds":{"cpu":5}}}`
+	if err := filter(p, pod, node); err != nil {
+		t.Errorf("aggregatedUsage without a type must be ignored: %v", err)
+	}
+}
+
+// Koordinator's allowCustomizeEstimation: a pod's own scaling factors, and
+// estimatedSecondsAfterPodScheduled (args or the pod's annotation): a pod
+// bound that recently counts at its estimate even once reported.
+func TestCustomizedEstimation(t *testing.T) {
+	clk := &clock{t0}
+	pod := makePod("web", rl("2", "2Gi"), nil, 0)
+	pod.Annotations = map[string]string{extension.AnnotationCustomEstimatedScalingFactors: `{"cpu": 50}`}
+	off := newPlugin(defaultArgs(t, nil), nil, clk.now)
+	if got := off.computePodState(pod).estimate[0]; got != 1700 {
+		t.Errorf("without allowCustomizeEstimation the pod's factors are ignored: %dm, want 1700m (85%%)", got)
+	}
+	on := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) {
+		a.AllowCustomizeEstimation = true
+		a.EstimatedSecondsAfterPodScheduled = ptr.To[int64](300)
+	}), nil, clk.now)
+	st := on.computePodState(pod)
+	if st.estimate[0] != 1000 || st.estimate[1] != 1503238554 {
+		t.Errorf("pod's cpu factor 50 and the args' memory factor 70: %v", st.estimate)
+	}
+	pod.Annotations[extension.AnnotationCustomEstimatedScalingFactors] = `{"cpu": -5}`
+	if got := on.computePodState(pod).estimate[0]; got != 1700 {
+		t.Errorf("a malformed annotation falls back to the args: %dm", got)
+	}
+	delete(pod.Annotations, extension.AnnotationCustomEstimatedScalingFactors)
+
+	// Bound two minutes before the report and reported using 200m: within
+	// the 300 s window it counts at its estimate, 1700m.
+	pod.Spec.NodeName = "n1"
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(-2 * time.Minute))}}
+	on.onPod(pod)
+	on.cache.setMetric("n1", metric("n1", t0, "1", "4Gi", podMetric("web", "200m", "1Gi", "")))
+	if got := on.cache.estimate("n1").get(0, filterUsage); got != 1000+1700-200 {
+		t.Errorf("within estimatedSecondsAfterPodScheduled: usage %dm, want 2500m", got)
+	}
+	clk.t = t0.Add(4 * time.Minute)
+	on.cache.setMetric("n1", metric("n1", clk.t, "1", "4Gi", podMetric("web", "200m", "1Gi", "")))
+	if got := on.cache.estimate("n1").get(0, filterUsage); got != 1000 {
+		t.Errorf("after the window: usage %dm, want the measured 1000m", got)
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/koord-project/koord/apis/extension"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
 
 func sortedNames(m map[corev1.ResourceName]int64) []corev1.ResourceName {
@@ -19,9 +21,19 @@ func sortedNames(m map[corev1.ResourceName]int64) []corev1.ResourceName {
 	return names
 }
 
-// nodeThresholds are a node's own thresholds, aligned with Plugin.resources.
+// nodeThresholds are a node's own thresholds, aligned with Plugin.resources,
+// and the aggregation its usage thresholds apply to (none: the args').
 type nodeThresholds struct {
 	usage, prod []int64
+	aggType     slov1alpha1.AggregationType
+	aggDuration metav1.Duration
+}
+
+func (t *nodeThresholds) aggregation() (slov1alpha1.AggregationType, metav1.Duration) {
+	if t == nil {
+		return "", metav1.Duration{}
+	}
+	return t.aggType, t.aggDuration
 }
 
 // customThresholds returns the thresholds of the node's usage-thresholds
@@ -31,17 +43,17 @@ type nodeThresholds struct {
 // the node's state, which the metric and pods keep alive, not the
 // annotation: it is only ever asked for on a node with a metric, and a
 // state kept for it would outlive the node.
-func (p *Plugin) customThresholds(ctx context.Context, node *corev1.Node) *nodeThresholds {
+func (p *Plugin) customThresholds(ctx context.Context, node *corev1.Node) (_ *nodeThresholds, refreshed bool) {
 	raw, ok := node.Annotations[extension.AnnotationCustomUsageThresholds]
 	if !ok {
-		return nil
+		return nil, false
 	}
 	c := p.cache
 	c.mu.RLock()
 	if n := c.nodes[node.Name]; n != nil && n.thresholdsRaw == raw {
 		t := n.thresholdsParsed
 		c.mu.RUnlock()
-		return t
+		return t, false
 	}
 	c.mu.RUnlock()
 
@@ -59,18 +71,33 @@ func (p *Plugin) customThresholds(ctx context.Context, node *corev1.Node) *nodeT
 		if len(custom.UsageThresholds) > 0 {
 			parsed.usage = p.align(custom.UsageThresholds)
 		}
-		if a := custom.AggregatedUsage; a != nil && len(a.UsageThresholds) > 0 && p.args.Aggregated != nil {
+		// As in Koordinator, aggregatedUsage counts only with both its
+		// thresholds and its type: then non-prod pods are judged by that
+		// statistic over that window (the longest reported when the
+		// duration is left out), against those thresholds.
+		if a := custom.AggregatedUsage; a != nil && len(a.UsageThresholds) > 0 && a.UsageAggregationType != "" {
 			parsed.usage = p.align(a.UsageThresholds)
+			parsed.aggType = slov1alpha1.AggregationType(a.UsageAggregationType)
+			if a.UsageAggregatedDuration != nil {
+				parsed.aggDuration = *a.UsageAggregatedDuration
+			}
 		}
 		if len(custom.ProdUsageThresholds) > 0 {
 			parsed.prod = p.align(custom.ProdUsageThresholds)
 		}
 	}
 	// Looked up again: the node's state may have gone while this parsed.
+	// A new aggregation changes the node's filter usage: worked in now.
 	c.mu.Lock()
 	if n := c.nodes[node.Name]; n != nil {
+		before := n.thresholdsParsed
 		n.thresholdsRaw, n.thresholdsParsed = raw, parsed
+		bt, bd := before.aggregation()
+		if at, ad := parsed.aggregation(); at != bt || ad != bd {
+			c.refresh(n)
+			refreshed = true
+		}
 	}
 	c.mu.Unlock()
-	return parsed
+	return parsed, refreshed
 }

@@ -16,6 +16,9 @@ type NUMACapacity struct {
 	FreeCores int
 	// FreeCPUs counts available logical CPUs.
 	FreeCPUs int
+	// SpreadCores counts cores with at least one available thread: as many
+	// CPUs as SpreadByPCPUs can take one per core.
+	SpreadCores int
 	// Cores and CPUs are the NUMA node's totals.
 	Cores, CPUs int
 }
@@ -33,6 +36,9 @@ func (t *Topology) Capacity(available cpuset.CPUSet) []NUMACapacity {
 				}
 			}
 			c.FreeCPUs += free
+			if free > 0 {
+				c.SpreadCores++
+			}
 			if free == len(t.coreCPUs[k]) {
 				c.FreeCores++
 			}

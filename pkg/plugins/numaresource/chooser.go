@@ -52,6 +52,16 @@ func (t *Topology) Choose(available cpuset.CPUSet, req Request) (cpuset.CPUSet, 
 		}
 		return caps[i].ID < caps[j].ID
 	})
+	// SpreadByPCPUs takes one thread of each core before any second
+	// thread: a NUMA node that can give the pod that comes before one that
+	// would double up on cores, whichever the ordering prefers.
+	if !full {
+		for _, c := range caps {
+			if c.SpreadCores >= need {
+				return t.take(available, []int{c.ID}, need, full), nil
+			}
+		}
+	}
 	for _, c := range caps {
 		if capacity(c) >= need {
 			return t.take(available, []int{c.ID}, need, full), nil
@@ -119,9 +129,12 @@ func (t *Topology) take(available cpuset.CPUSet, numaOrder []int, need int, full
 		}
 		return cpuset.New(picked...)
 	}
-	for _, n := range numaOrder {
-		taken := map[int]bool{}
-		for pass := 0; pass < t.threadsPerCore && need > 0; pass++ {
+	// One pass per thread position over every NUMA node in order: a pod
+	// spanning NUMA nodes gets the first threads of the next node before any
+	// second thread of the first.
+	taken := map[int]bool{}
+	for pass := 0; pass < t.threadsPerCore && need > 0; pass++ {
+		for _, n := range numaOrder {
 			for _, k := range t.numaCores[n] {
 				if need == 0 {
 					break
@@ -141,9 +154,6 @@ func (t *Topology) take(available cpuset.CPUSet, numaOrder []int, need int, full
 					seen++
 				}
 			}
-		}
-		if need == 0 {
-			break
 		}
 	}
 	return cpuset.New(picked...)

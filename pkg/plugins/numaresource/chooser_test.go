@@ -194,3 +194,40 @@ func BenchmarkChoose2x2x16x2(b *testing.B) {
 		})
 	}
 }
+
+// Koordinator's SpreadByPCPUs (its cpu accumulator's spread order): one
+// thread of every core, across NUMA nodes too, before any second thread.
+func TestSpreadThreadOrder(t *testing.T) {
+	// 1 socket, 2 NUMA nodes of 4 cores, 2 threads: node 0 is cores 0-3
+	// (CPUs 0-3 and 8-11), node 1 cores 4-7 (CPUs 4-7 and 12-15).
+	topo := linuxTopology(t, 1, 2, 4, 2)
+	all := cpuset.New(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+	// Ten CPUs span both NUMA nodes (a node has 8): the first threads of
+	// node 0 and of node 1 come before any second thread.
+	if got := choose(t, topo, all, spread(10)); !got.Equals(cpuset.New(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)) {
+		t.Errorf("spread(10) across NUMA nodes = %s, want 0-9 (every core's first thread, then two second threads)", got)
+	}
+	// Six fit one NUMA node (8 CPUs), which Koordinator prefers to
+	// spreading over two: doubled up there.
+	got := choose(t, topo, all, spread(6))
+	if numaNodes := numaNodesOf(topo, got); len(numaNodes) != 1 {
+		t.Errorf("spread(6) = %s on NUMA nodes %v, want one", got, numaNodes)
+	}
+	// Node 0 has 4 free CPUs on 2 whole cores (fewer free CPUs); node 1
+	// has 6 free CPUs, one thread or more on each of its 4 cores. Packing
+	// (MostAllocated) still picks node 1 for 4 CPUs: there the pod gets
+	// one thread of each core, on node 0 it would double up. (Koordinator
+	// packs onto node 0; Koord keeps its README's rule, one thread of each
+	// core before any second thread, and docs/compatibility.md says so.)
+	avail := cpuset.New(0, 1, 8, 9, 4, 5, 6, 7, 12, 13)
+	req := spread(4)
+	req.Pack = true
+	if got := choose(t, topo, avail, req); !got.Equals(cpuset.New(4, 5, 6, 7)) {
+		t.Errorf("packed spread(4) = %s, want 4-7 (one thread of each of node 1's cores)", got)
+	}
+	// When no node can give one thread per core, packing doubles up on the
+	// fullest node that holds the pod.
+	if got := choose(t, topo, avail, func() Request { r := spread(6); r.Pack = true; return r }()); !got.Equals(cpuset.New(4, 5, 6, 7, 12, 13)) {
+		t.Errorf("packed spread(6) = %s, want 4-7,12-13", got)
+	}
+}

@@ -111,7 +111,7 @@ func fit(view *NodeView, r *podRequest, b binding, pack bool, buf []NUMACapacity
 				if narrowed == nil {
 					narrowed = append(buf[:0], pl.caps...)
 				}
-				narrowed[i].FreeCPUs, narrowed[i].FreeCores = 0, 0
+				narrowed[i].FreeCPUs, narrowed[i].FreeCores, narrowed[i].SpreadCores = 0, 0, 0
 			}
 		}
 		if narrowed != nil {
