@@ -45,9 +45,9 @@ race:
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./hack/fuzz.sh
 
-## integration: tests against an in-process etcd + kube-apiserver, and bin/koord-scheduler; test/security attacks the trust boundaries there
+## integration: tests against an in-process etcd + kube-apiserver, and bin/koord-scheduler; test/security attacks the trust boundaries there; test/compat applies Koordinator's published examples
 integration: build
-	KOORD_SCHEDULER_BIN=$(BIN)/koord-scheduler KOORDLET_BIN=$(BIN)/koordlet KOORD_MANAGER_BIN=$(BIN)/koord-manager $(GO) test -count=1 -timeout 30m ./test/integration/... ./test/security/...
+	KOORD_SCHEDULER_BIN=$(BIN)/koord-scheduler KOORDLET_BIN=$(BIN)/koordlet KOORD_MANAGER_BIN=$(BIN)/koord-manager $(GO) test -count=1 -timeout 30m ./test/integration/... ./test/security/... ./test/compat/...
 
 HELM := $(CURDIR)/_output/bin/helm
 

@@ -9,7 +9,7 @@ MODULE=github.com/koord-project/koord
 HEADER=hack/boilerplate.go.txt
 tool() { go tool -modfile=hack/tools/go.mod "$@"; }
 
-CRD_PKGS=("${MODULE}/apis/slo/v1alpha1" "${MODULE}/apis/scheduling/v1alpha1")
+CRD_PKGS=("${MODULE}/apis/slo/v1alpha1" "${MODULE}/apis/scheduling/v1alpha1" "${MODULE}/apis/schedulingsigs/v1alpha1")
 ARGS_PKGS=("${MODULE}/apis/config" "${MODULE}/apis/config/v1")
 
 # Stale output can keep the inputs from type-checking; start from none.
@@ -35,7 +35,11 @@ tool controller-gen crd:crdVersions=v1 paths=./apis/slo/... output:crd:artifacts
 # The Reservation's template is checked against the whole pod template's
 # schema; with its field descriptions that CRD alone would be 640 KB, more
 # than kubectl's client-side apply can record (256 KB), so it carries none.
-tool controller-gen crd:crdVersions=v1,maxDescLen=0 paths=./apis/scheduling/... output:crd:artifacts:config=manifests/crds
+# generateEmbeddedObjectMeta: the template's metadata (name, namespace,
+# labels, annotations) is kept, as Koordinator's schema keeps it.
+tool controller-gen crd:crdVersions=v1,maxDescLen=0,generateEmbeddedObjectMeta=true paths=./apis/scheduling/... output:crd:artifacts:config=manifests/crds
+# Koordinator's PodGroup and ElasticQuota, in the group its users' manifests name.
+tool controller-gen crd:crdVersions=v1 paths=./apis/schedulingsigs/... output:crd:artifacts:config=manifests/crds
 
 # Third-party CRDs Koord reads when asked (topologySource: NodeResourceTopology),
 # generated from the Go types of the module Koord builds against.

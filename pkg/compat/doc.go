@@ -26,8 +26,15 @@ their own names. A field is in one of three states:
 - **differs**: Koord acts on it by a different rule, said below.
 
 A field no Koordinator version knows (a typo) is ignored and reported the same
-way (Event reason ` + "`" + ReasonUnknownField + "`" + `); an out-of-range value is an error that
-keeps the last valid configuration.
+way (Event reason ` + "`" + ReasonUnknownField + "`" + `); a key that matches a field only up to case
+("CPUEvictTimeWindowSeconds") is that field, as in Koordinator. An
+out-of-range value, or a key of slo-controller-config that is not JSON, is an
+error that keeps the last valid configuration (of the whole ConfigMap, where
+Koordinator keeps it per key).
+
+test/compat applies Koordinator's own published examples (its documentation's
+and repository's, each naming its source) to Koord unchanged and asserts what
+each becomes.
 
 Every field of Koordinator's NodeSLO, NodeMetric and Reservation schemas and
 of slo-controller-config's colocation-config, resource-threshold-config,

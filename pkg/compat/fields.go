@@ -151,8 +151,18 @@ func (f Field) Name() string {
 // value when that is given.
 func set(tree any, path []string, value string) bool {
 	if len(path) == 0 {
-		if tree == nil {
+		// An empty object or list sets nothing ("systemStrategy: {}").
+		switch t := tree.(type) {
+		case nil:
 			return false
+		case map[string]any:
+			if len(t) == 0 {
+				return false
+			}
+		case []any:
+			if len(t) == 0 {
+				return false
+			}
 		}
 		if value == "" {
 			return true

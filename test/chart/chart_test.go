@@ -78,9 +78,6 @@ func TestLint(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	objs := render(t)
-	if got := names(byKind(objs, "CustomResourceDefinition")); got != "reservations.scheduling.koordinator.sh,nodemetrics.slo.koordinator.sh,nodeslos.slo.koordinator.sh" {
-		t.Errorf("CRDs %s", got)
-	}
 	if got := names(byKind(objs, "PriorityClass")); got != "koord-prod,koord-mid,koord-batch,koord-free" {
 		t.Errorf("PriorityClasses %s", got)
 	}
@@ -160,11 +157,17 @@ func TestCRDToggles(t *testing.T) {
 	if crds := byKind(render(t, "--set", "crds.managed=false"), "CustomResourceDefinition"); len(crds) != 0 {
 		t.Errorf("crds.managed=false installs %s", names(crds))
 	}
-	if got := names(byKind(render(t, "--set", "crds.nodeslos=false,crds.noderesourcetopologies=true"), "CustomResourceDefinition")); got !=
+	// PodGroup and ElasticQuota come in Koordinator's group by default, as
+	// its chart installs them.
+	if got := names(byKind(render(t), "CustomResourceDefinition")); got !=
+		"reservations.scheduling.koordinator.sh,elasticquotas.scheduling.sigs.k8s.io,podgroups.scheduling.sigs.k8s.io,nodemetrics.slo.koordinator.sh,nodeslos.slo.koordinator.sh" {
+		t.Errorf("default CRDs %s", got)
+	}
+	if got := names(byKind(render(t, "--set", "crds.nodeslos=false,crds.noderesourcetopologies=true,crds.podgroups=false,crds.elasticquotas=false"), "CustomResourceDefinition")); got !=
 		"reservations.scheduling.koordinator.sh,nodemetrics.slo.koordinator.sh,noderesourcetopologies.topology.node.k8s.io" {
 		t.Errorf("toggled CRDs %s", got)
 	}
-	if got := names(byKind(render(t, "--set", "crds.podgroups=true,crds.elasticquotas=true,crds.reservations=false"), "CustomResourceDefinition")); got !=
+	if got := names(byKind(render(t, "--set", "crds.schedulerPluginsPodgroups=true,crds.schedulerPluginsElasticquotas=true,crds.podgroups=false,crds.elasticquotas=false,crds.reservations=false"), "CustomResourceDefinition")); got !=
 		"elasticquotas.scheduling.x-k8s.io,podgroups.scheduling.x-k8s.io,nodemetrics.slo.koordinator.sh,nodeslos.slo.koordinator.sh" {
 		t.Errorf("toggled CRDs %s", got)
 	}

@@ -52,7 +52,10 @@ type ReservationSpec struct {
 	// Template is scheduled like a pod: its requests, affinity and tolerations
 	// decide the node and the amount held. The CRD checks it against the
 	// pod template's schema, so that a malformed one is refused when written
-	// rather than failing every reader's decoding.
+	// rather than failing every reader's decoding. Fields a pod template
+	// does not have are kept, not refused, as in Koordinator's schema (its
+	// own sample sets template.namespace).
+	// +kubebuilder:pruning:PreserveUnknownFields
 	Template *corev1.PodTemplateSpec `json:"template"`
 	// Owners are the pods allowed to use the reservation.
 	// +kubebuilder:validation:MinItems=1

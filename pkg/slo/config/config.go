@@ -5,6 +5,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -484,6 +485,7 @@ func parseNodeStrategy(key string, raw json.RawMessage, cluster slov1alpha1.Node
 // keep their value). Fields into has no place for are returned by path,
 // not refused: an operator hears of a typo without losing the rest.
 func decodeOver(raw []byte, into any) ([]string, error) {
+	raw = canonical(raw, reflect.TypeOf(into))
 	strict, err := kjson.UnmarshalStrict(raw, into, kjson.DisallowUnknownFields)
 	if err != nil {
 		return nil, err

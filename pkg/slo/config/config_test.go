@@ -204,3 +204,24 @@ func TestNotActedOn(t *testing.T) {
 		t.Errorf("Koordinator's own keys and fields are not warnings: %v", cfg.Warnings)
 	}
 }
+
+// Koordinator decodes with encoding/json, which matches keys up to case; its
+// documentation writes "CPUEvictTimeWindowSeconds". Such keys take effect.
+func TestKeysMatchUpToCase(t *testing.T) {
+	cfg, err := Parse(cm(map[string]string{
+		ColocationKey:        `{"Enable":true,"CPUReclaimThresholdPercent":70}`,
+		ResourceThresholdKey: `{"clusterStrategy":{"enable":true,"CPUEvictTimeWindowSeconds":300}}`,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) > 0 {
+		t.Errorf("warnings: %v", cfg.Warnings)
+	}
+	if !cfg.Colocation.Enable || cfg.Colocation.CPUReclaimThresholdPercent != 70 {
+		t.Errorf("colocation: %+v", cfg.Colocation)
+	}
+	if w := cfg.NodeSLO.ResourceUsedThresholdWithBE.CPUEvictTimeWindowSeconds; w == nil || *w != 300 {
+		t.Errorf("cpuEvictTimeWindowSeconds: %v", w)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	http "net/http"
 
 	schedulingv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/scheduling/v1alpha1"
+	schedulingsigsv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/schedulingsigs/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/slo/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
@@ -32,19 +33,26 @@ import (
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
 	SchedulingV1alpha1() schedulingv1alpha1.SchedulingV1alpha1Interface
+	SchedulingSigsV1alpha1() schedulingsigsv1alpha1.SchedulingSigsV1alpha1Interface
 	SloV1alpha1() slov1alpha1.SloV1alpha1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
-	schedulingV1alpha1 *schedulingv1alpha1.SchedulingV1alpha1Client
-	sloV1alpha1        *slov1alpha1.SloV1alpha1Client
+	schedulingV1alpha1     *schedulingv1alpha1.SchedulingV1alpha1Client
+	schedulingSigsV1alpha1 *schedulingsigsv1alpha1.SchedulingSigsV1alpha1Client
+	sloV1alpha1            *slov1alpha1.SloV1alpha1Client
 }
 
 // SchedulingV1alpha1 retrieves the SchedulingV1alpha1Client
 func (c *Clientset) SchedulingV1alpha1() schedulingv1alpha1.SchedulingV1alpha1Interface {
 	return c.schedulingV1alpha1
+}
+
+// SchedulingSigsV1alpha1 retrieves the SchedulingSigsV1alpha1Client
+func (c *Clientset) SchedulingSigsV1alpha1() schedulingsigsv1alpha1.SchedulingSigsV1alpha1Interface {
+	return c.schedulingSigsV1alpha1
 }
 
 // SloV1alpha1 retrieves the SloV1alpha1Client
@@ -100,6 +108,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.schedulingSigsV1alpha1, err = schedulingsigsv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.sloV1alpha1, err = slov1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -126,6 +138,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.schedulingV1alpha1 = schedulingv1alpha1.New(c)
+	cs.schedulingSigsV1alpha1 = schedulingsigsv1alpha1.New(c)
 	cs.sloV1alpha1 = slov1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)

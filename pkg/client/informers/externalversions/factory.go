@@ -27,6 +27,7 @@ import (
 	versioned "github.com/koord-project/koord/pkg/client/clientset/versioned"
 	internalinterfaces "github.com/koord-project/koord/pkg/client/informers/externalversions/internalinterfaces"
 	scheduling "github.com/koord-project/koord/pkg/client/informers/externalversions/scheduling"
+	schedulingsigs "github.com/koord-project/koord/pkg/client/informers/externalversions/schedulingsigs"
 	slo "github.com/koord-project/koord/pkg/client/informers/externalversions/slo"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -327,11 +328,16 @@ type SharedInformerFactory interface {
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
 	Scheduling() scheduling.Interface
+	SchedulingSigs() schedulingsigs.Interface
 	Slo() slo.Interface
 }
 
 func (f *sharedInformerFactory) Scheduling() scheduling.Interface {
 	return scheduling.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) SchedulingSigs() schedulingsigs.Interface {
+	return schedulingsigs.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Slo() slo.Interface {

@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 
 	v1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -56,6 +57,12 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=scheduling.koordinator.sh, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("reservations"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Scheduling().V1alpha1().Reservations().Informer()}, nil
+
+		// Group=scheduling.sigs.k8s.io, Version=v1alpha1
+	case schedulingsigsv1alpha1.SchemeGroupVersion.WithResource("elasticquotas"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.SchedulingSigs().V1alpha1().ElasticQuotas().Informer()}, nil
+	case schedulingsigsv1alpha1.SchemeGroupVersion.WithResource("podgroups"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.SchedulingSigs().V1alpha1().PodGroups().Informer()}, nil
 
 		// Group=slo.koordinator.sh, Version=v1alpha1
 	case slov1alpha1.SchemeGroupVersion.WithResource("nodemetrics"):

@@ -22,6 +22,8 @@ import (
 	clientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
 	schedulingv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/scheduling/v1alpha1"
 	fakeschedulingv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/scheduling/v1alpha1/fake"
+	schedulingsigsv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/schedulingsigs/v1alpha1"
+	fakeschedulingsigsv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/schedulingsigs/v1alpha1/fake"
 	slov1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/slo/v1alpha1"
 	fakeslov1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/slo/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,6 +102,11 @@ var (
 // SchedulingV1alpha1 retrieves the SchedulingV1alpha1Client
 func (c *Clientset) SchedulingV1alpha1() schedulingv1alpha1.SchedulingV1alpha1Interface {
 	return &fakeschedulingv1alpha1.FakeSchedulingV1alpha1{Fake: &c.Fake}
+}
+
+// SchedulingSigsV1alpha1 retrieves the SchedulingSigsV1alpha1Client
+func (c *Clientset) SchedulingSigsV1alpha1() schedulingsigsv1alpha1.SchedulingSigsV1alpha1Interface {
+	return &fakeschedulingsigsv1alpha1.FakeSchedulingSigsV1alpha1{Fake: &c.Fake}
 }
 
 // SloV1alpha1 retrieves the SloV1alpha1Client

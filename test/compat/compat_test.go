@@ -1,0 +1,327 @@
+// Package compat applies Koordinator's own published examples (testdata:
+// its documentation's and repository's sample manifests, each naming where
+// it came from) unchanged to Koord: to a real kube-apiserver with strict
+// field validation, as kubectl applies them, and then to the Koord
+// component that reads each. It asserts what took effect and what was
+// reported as kept but not acted on.
+package compat
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/pkg/compat"
+	"github.com/koord-project/koord/pkg/reservationutil"
+	"github.com/koord-project/koord/pkg/slo/config"
+)
+
+// expectation is what Koord makes of one corpus file.
+type expectation struct {
+	// refused, when set, is part of the error koord-manager refuses the
+	// file's ConfigMap with (the example itself is broken).
+	refused string
+	// notActedOn are the fields reported as kept but not acted on.
+	notActedOn []string
+	// check asserts what took effect.
+	check func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane)
+}
+
+var anolis = map[string]string{"kubernetes.io/kernel": "anolis"}
+
+var corpus = map[string]expectation{
+	// The template of every key. Its system-config is not JSON (a comma is
+	// missing after clusterStrategy): Koordinator cannot read that key
+	// either, and Koord refuses the ConfigMap naming it (the previous
+	// configuration stays in force). The other keys, read on their own, are
+	// all Koordinator fields and take effect.
+	"docs-slo-config-configmap.yaml": {
+		refused: "key system-config: invalid character",
+		check: func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
+			cm, err := cp.Client.CoreV1().ConfigMaps("koordinator-system").Get(ctx, "slo-controller-config", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			delete(cm.Data, config.SystemKey)
+			cfg, err := config.Parse(cm)
+			if err != nil || len(cfg.Warnings) > 0 {
+				t.Fatalf("the other keys: %v, warnings %v", err, cfg.Warnings)
+			}
+			want := []string{"host-application-config", "spec.resourceQOSStrategy.*.memoryQOS.wmarkRatio", "spec.resourceQOSStrategy.*.memoryQOS.wmarkScalePermill",
+				"spec.resourceQOSStrategy.*.memoryQOS.wmarkMinAdj", "spec.resourceQOSStrategy.*.memoryQOS.priorityEnable",
+				"spec.resourceQOSStrategy.*.memoryQOS.priority", "spec.resourceQOSStrategy.*.memoryQOS.oomKillGroup",
+				"spec.resourceQOSStrategy.*.resctrlQOS"}
+			if !slices.Equal(cfg.NotActedOn, want) {
+				t.Errorf("not acted on: %v\nwant %v", cfg.NotActedOn, want)
+			}
+			if c := cfg.ColocationFor(anolis); c.UpdateTimeThresholdSeconds != 360 || c.ResourceDiffThreshold != 0.2 || c.Enable {
+				t.Errorf("nodeConfigs for anolis nodes: %+v", c)
+			}
+			if th := cfg.NodeSLOFor(anolis).ResourceUsedThresholdWithBE; th == nil || *th.CPUEvictBEUsageThresholdPercent != 80 {
+				t.Errorf("nodeStrategies for anolis nodes: %+v", th)
+			}
+			if th := cfg.NodeSLOFor(nil).ResourceUsedThresholdWithBE; th == nil || *th.CPUEvictBEUsageThresholdPercent != 90 || *th.MemoryEvictLowerPercent != 65 {
+				t.Errorf("cluster strategy: %+v", th)
+			}
+		},
+	},
+	"docs-cpu-burst-configmap.yaml": {check: configMapLoads("koordinator-system", "slo-controller-config")},
+	"docs-cpu-evict-configmap.yaml": {check: configMapLoads("koordinator-system", "slo-controller-config")},
+	"docs-cpu-qos-configmap.yaml":   {check: configMapLoads("koordinator-system", "slo-controller-config")},
+	// Core scheduling (Anolis): Koord uses group identity or cpu.idle.
+	"docs-cpu-qos-configmap-2.yaml": {
+		notActedOn: []string{"spec.resourceQOSStrategy.*.cpuQOS.coreExpeller", "spec.resourceQOSStrategy.policies.cpuPolicy=coreSched"},
+		check:      configMapLoads("koordinator-system", "slo-controller-config"),
+	},
+	"docs-cpu-suppress-configmap.yaml": {check: configMapLoads("koordinator-system", "slo-controller-config")},
+	"docs-host-application-configmap.yaml": {
+		notActedOn: []string{"host-application-config"},
+		check:      configMapLoads("koordinator-system", "slo-controller-config"),
+	},
+	"docs-memory-evict-configmap.yaml": {check: configMapLoads("koordinator-system", "slo-controller-config")},
+	"docs-memory-qos-configmap.yaml":   {check: configMapLoads("koordinator-system", "slo-controller-config")},
+	"repo-manager-slo-controller-config.yaml": {check: func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
+		if cfg := parseConfigMap(t, ctx, cp, "system", "slo-controller-config"); !cfg.Colocation.Enable {
+			t.Errorf("colocation not enabled: %+v", cfg.Colocation)
+		}
+	}},
+	"repo-e2e-slo-controller-config.yaml": {check: func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
+		cfg := parseConfigMap(t, ctx, cp, "koordinator-system", "slo-controller-config")
+		if c := cfg.Colocation; !c.Enable || c.MemoryCalculatePolicy != config.CalculateByPodUsage {
+			t.Errorf("colocation: %+v", c)
+		}
+	}},
+	"docs-slo-config-nodeslo.yaml": {check: func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
+		slo, err := cp.Koord.SloV1alpha1().NodeSLOs().Get(ctx, "test-node", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := slo.Spec.Validate(); err != nil {
+			t.Errorf("koordlet refuses the NodeSLO: %v", err)
+		}
+		if th := slo.Spec.ResourceUsedThresholdWithBE; th == nil || !*th.Enable || *th.CPUSuppressThresholdPercent != 65 {
+			t.Errorf("resourceUsedThresholdWithBE: %+v", th)
+		}
+	}},
+	"repo-sample-nodemetric.yaml": {check: func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
+		if _, err := cp.Koord.SloV1alpha1().NodeMetrics().Get(ctx, "nodemetric-sample", metav1.GetOptions{}); err != nil {
+			t.Error(err)
+		}
+	}},
+	"repo-sample-reservation.yaml": {check: reservationLoads("reservation-sample")},
+	"docs-reservation.yaml":        {check: reservationLoads("reservation-demo")},
+	"docs-reservation-big.yaml":    {check: reservationLoads("reservation-demo-big")},
+	"docs-podgroup.yaml": {check: func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
+		pg, err := cp.Koord.SchedulingSigsV1alpha1().PodGroups("default").Get(ctx, "gang-example", metav1.GetOptions{})
+		if err != nil || pg.Spec.MinMember != 2 || *pg.Spec.ScheduleTimeoutSeconds != 100 {
+			t.Errorf("PodGroup: %+v, %v", pg, err)
+		}
+	}},
+	"docs-podgroup-2.yaml": {},
+	"docs-elasticquota.yaml": {check: func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
+		eq, err := cp.Koord.SchedulingSigsV1alpha1().ElasticQuotas("default").Get(ctx, "quota-example", metav1.GetOptions{})
+		if err != nil || eq.Spec.Max.Cpu().Value() != 40 || eq.Spec.Min.Memory().String() != "20Mi" {
+			t.Errorf("ElasticQuota: %+v, %v", eq, err)
+		}
+	}},
+}
+
+func configMapLoads(namespace, name string) func(*testing.T, context.Context, *controlplane.ControlPlane) {
+	return func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
+		parseConfigMap(t, ctx, cp, namespace, name)
+	}
+}
+
+// parseConfigMap is koord-manager's reading of the ConfigMap: it must be
+// accepted whole, with no field taken for a typo.
+func parseConfigMap(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, namespace, name string) config.Config {
+	t.Helper()
+	cm, err := cp.Client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(cm)
+	if err != nil {
+		t.Fatalf("koord-manager refuses it: %v", err)
+	}
+	if len(cfg.Warnings) > 0 {
+		t.Errorf("Koordinator's fields taken for typos: %v", cfg.Warnings)
+	}
+	return cfg
+}
+
+// reservationLoads reads the Reservation as koord-scheduler does and checks
+// it names its owners and the resources to hold.
+func reservationLoads(name string) func(*testing.T, context.Context, *controlplane.ControlPlane) {
+	return func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
+		r, err := cp.Koord.SchedulingV1alpha1().Reservations().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Spec.Owners) == 0 || r.Spec.Template == nil || len(r.Spec.Template.Spec.Containers) == 0 {
+			t.Errorf("reservation %s: %+v", name, r.Spec)
+		}
+		if got := reservationutil.Requests(r); got.Cpu().IsZero() {
+			t.Errorf("reservation %s holds no CPU: %v", name, got)
+		}
+	}
+}
+
+func TestKoordinatorExamples(t *testing.T) {
+	cp, err := controlplane.Start(controlplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cp.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	for _, ns := range []string{"koordinator-system", "system"} {
+		if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := filepath.Glob("testdata/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, path := range files {
+		name := filepath.Base(path)
+		if name == "koordinator-v1.8.0-values.yaml" {
+			continue // a chart values file: test/chart renders the chart with it
+		}
+		seen[name] = true
+		want, ok := corpus[name]
+		if !ok {
+			t.Errorf("%s: no expectation in corpus", name)
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			objs := apply(t, ctx, cp, path)
+			var got []string
+			for _, o := range objs {
+				n, err := notActedOn(o)
+				if want.refused != "" {
+					if err == nil || !strings.Contains(err.Error(), want.refused) {
+						t.Errorf("want it refused with %q, got %v", want.refused, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("koord-manager refuses %s: %v", o.GetName(), err)
+				}
+				got = append(got, n...)
+			}
+			slices.Sort(got)
+			wantNot := slices.Clone(want.notActedOn)
+			slices.Sort(wantNot)
+			if !slices.Equal(got, wantNot) {
+				t.Errorf("reported as not acted on: %v\nwant %v", got, wantNot)
+			}
+			if want.check != nil {
+				want.check(t, ctx, cp)
+			}
+		})
+	}
+	for name := range corpus {
+		if !seen[name] {
+			t.Errorf("corpus names %s, which testdata lacks", name)
+		}
+	}
+}
+
+// notActedOn is what the component reading o reports as kept but not acted
+// on; an error is koord-manager refusing a ConfigMap.
+func notActedOn(o *unstructured.Unstructured) ([]string, error) {
+	switch o.GetKind() {
+	case "ConfigMap":
+		cm := &corev1.ConfigMap{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, cm); err != nil {
+			return nil, err
+		}
+		cfg, err := config.Parse(cm)
+		return cfg.NotActedOn, err
+	case "NodeSLO":
+		return compat.NotActedOnIn(compat.NodeSLO, o.Object), nil
+	case "NodeMetric":
+		return compat.NotActedOnIn(compat.NodeMetric, o.Object), nil
+	case "Reservation":
+		return compat.NotActedOnIn(compat.Reservation, o.Object), nil
+	}
+	return nil, nil
+}
+
+// apply creates every object of the file with strict field validation, as
+// kubectl does by default: a field the CRD schema lacks is an error.
+func apply(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, path string) []*unstructured.Unstructured {
+	t.Helper()
+	manifest, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
+			t.Fatal(err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("%s %s: %v", gvk.Kind, obj.GetName(), err)
+		}
+		ri := dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+		created, err := ri.Create(ctx, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
+		if err != nil {
+			t.Fatalf("kubectl would refuse %s %s: %v", gvk.Kind, obj.GetName(), err)
+		}
+		created.SetGroupVersionKind(gvk)
+		out = append(out, created)
+		// The next file may hold the same object: each starts afresh.
+		t.Cleanup(func() {
+			if err := ri.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Error(err)
+			}
+		})
+	}
+}
