@@ -14,7 +14,11 @@ CLUSTER=hack/cluster/cluster.sh
 OUT=_output
 export KUBECONFIG=$ROOT/$OUT/cluster/kubeconfig
 RELEASE=koord
-NS=koord-system
+# Koordinator's own chart values file (v1.8) is the base: its
+# installation.namespace is where everything goes, and test/e2e/values.yaml
+# adds only what this local cluster needs.
+KOORDINATOR_VALUES=test/compat/testdata/koordinator-v1.8.0-values.yaml
+NS=koordinator-system
 E2E_FLAGS=${E2E_FLAGS:-}
 # Failed specs with the cluster state each recorded, printed after teardown.
 export E2E_FAILURES=$ROOT/$OUT/e2e-failures.txt
@@ -49,7 +53,7 @@ trap teardown EXIT
 "$CLUSTER" import "$OUT"/images/{koord-scheduler,koordlet,koord-manager,sleeper,burner,ticker}.tar
 log "helm install $RELEASE (tag $IMAGE_TAG)"
 "$HELM" install "$RELEASE" deploy/charts/koord --namespace "$NS" --create-namespace --wait --timeout 5m \
-	--values test/e2e/values.yaml --set-string imageTag="$IMAGE_TAG" \
+	--values "$KOORDINATOR_VALUES" --values test/e2e/values.yaml --set-string imageTag="$IMAGE_TAG" \
 	--set koordlet.kubeletRootDir="$ROOT/$OUT/cluster/state/kubelet"
 log "running the suite"
 (cd test/e2e && E2E_NAMESPACE=$NS E2E_IMAGE_TAG=$IMAGE_TAG "$ROOT/$OUT/e2e.test" \

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -279,6 +280,17 @@ func reservationScene(ctx context.Context, cp *controlplane.ControlPlane) error 
 		return err
 	}
 	if err := cp.PublishNUMAInfo(ctx, "node-d", topologytest.Linux(1, 1, 4, 2, 32<<30)); err != nil {
+		return err
+	}
+	// Its koordlet's first report (a node whose NodeMetric was never
+	// reported is kept out by LoadAwareScheduling, as in Koordinator), and
+	// load thresholds off for it (0: not checked): this scene fills the node
+	// by requests.
+	if err := cp.ReportNodeMetric(ctx, "node-d", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("2Gi")}, time.Now()); err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"{\"usageThresholds\":{\"cpu\":0,\"memory\":0}}"}}}`, extension.AnnotationCustomUsageThresholds)
+	if _, err := cp.Client.CoreV1().Nodes().Patch(ctx, "node-d", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return err
 	}
 	docs := strings.Split(string(manifests.SampleReservation), "\n---\n")

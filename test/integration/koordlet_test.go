@@ -72,6 +72,10 @@ func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPl
 	fixture, sysfs := newFixtureNode(t, shape, memPerNUMA)
 	stop := runKoordlet(t, ctx, cp, node, fixture, sysfs, mutate...)
 	t.Cleanup(stop)
+	// A machine's /proc/stat moves: idle until the test says otherwise, so
+	// that koordlet reports its NodeMetric (one never reported keeps the
+	// node out of LoadAwareScheduling, as in Koordinator).
+	fixture.simulateLoad(t, ctx, 0)
 	return fixture
 }
 

@@ -31,6 +31,14 @@ func reservationNode(t *testing.T, ctx context.Context, cp *controlplane.Control
 	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: name, CPU: cpu, Memory: memory}); err != nil {
 		t.Fatal(err)
 	}
+	reportedIdle(t, ctx, cp, name)
+}
+
+// reportedIdle makes a node's NodeMetric report it nearly idle, as its
+// koordlet would, with LoadAwareScheduling's thresholds lifted for it: with
+// koord-manager running, a NodeMetric nobody reports keeps the node out.
+func reportedIdle(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, name string) {
+	t.Helper()
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"{\"usageThresholds\":{\"cpu\":100,\"memory\":100}}"}}}`, extension.AnnotationCustomUsageThresholds)
 	if _, err := cp.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -277,6 +285,7 @@ func TestReservationPinsCPUsForItsOwner(t *testing.T) {
 	ctx := testContext(t)
 	cp := startNUMAControlPlane(t, ctx)
 	topo := numaNode(t, ctx, cp, "pin-node", topologytest.Linux(1, 2, 4, 2, 16<<30), nil) // 16 CPUs
+	reportedIdle(t, ctx, cp, "pin-node")
 	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
 	startManager(t, ctx, cp, time.Hour)
 
