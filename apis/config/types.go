@@ -138,3 +138,65 @@ type NodeNUMAResourceArgs struct {
 	// TopologySource is where node topology comes from.
 	TopologySource TopologySource
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ReservationArgs configures the Reservation plugin. Its fields are
+// Koordinator's, accepted so that a Koordinator configuration loads
+// unchanged; none changes what Koord does yet (NotActedOn names the ones
+// set): reservations are placed on free resources only, and koord-manager
+// collects finished ones (--reservation-gc-after).
+type ReservationArgs struct {
+	metav1.TypeMeta
+
+	EnablePreemption            bool
+	MinCandidateNodesPercentage int32
+	MinCandidateNodesAbsolute   int32
+	ControllerWorkers           int32
+	GCDurationSeconds           int64
+	GCIntervalSeconds           int64
+	DisableGarbageCollection    bool
+	ResyncIntervalSeconds       int64
+	PreAllocationConfig         *ReservationPreAllocationConfig
+	IgnoredResources            []string
+	IgnoredResourceGroups       []string
+	ReservationSelectorIndex    *ReservationSelectorIndexArgs
+}
+
+// ReservationPreAllocationConfig is Koordinator's pre-allocation setting.
+type ReservationPreAllocationConfig struct {
+	EnableClusterMode            bool
+	ClusterLabelKey              string
+	ClusterPriorityAnnotationKey string
+	PreferNoPreAllocatedPods     bool
+}
+
+// ReservationSelectorIndexArgs is Koordinator's reservation index setting.
+type ReservationSelectorIndexArgs struct {
+	Enabled     bool
+	KeyPrefixes []string
+	Keys        []string
+}
+
+// NotActedOn names the args set, as "field=value".
+func (a *ReservationArgs) NotActedOn() []string {
+	var out []string
+	add := func(set bool, field string, value any) {
+		if set {
+			out = append(out, fmt.Sprintf("%s=%v", field, value))
+		}
+	}
+	add(a.EnablePreemption, "enablePreemption", a.EnablePreemption)
+	add(a.MinCandidateNodesPercentage != 0, "minCandidateNodesPercentage", a.MinCandidateNodesPercentage)
+	add(a.MinCandidateNodesAbsolute != 0, "minCandidateNodesAbsolute", a.MinCandidateNodesAbsolute)
+	add(a.ControllerWorkers != 0, "controllerWorkers", a.ControllerWorkers)
+	add(a.GCDurationSeconds != 0, "gcDurationSeconds", a.GCDurationSeconds)
+	add(a.GCIntervalSeconds != 0, "gcIntervalSeconds", a.GCIntervalSeconds)
+	add(a.DisableGarbageCollection, "disableGarbageCollection", a.DisableGarbageCollection)
+	add(a.ResyncIntervalSeconds != 0, "resyncIntervalSeconds", a.ResyncIntervalSeconds)
+	add(a.PreAllocationConfig != nil, "preAllocationConfig", "set")
+	add(len(a.IgnoredResources) > 0, "ignoredResources", a.IgnoredResources)
+	add(len(a.IgnoredResourceGroups) > 0, "ignoredResourceGroups", a.IgnoredResourceGroups)
+	add(a.ReservationSelectorIndex != nil, "reservationSelectorIndex", "set")
+	return out
+}

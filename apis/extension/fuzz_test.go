@@ -83,6 +83,11 @@ func FuzzCustomEstimatedScalingFactors(f *testing.F) {
 		`{"cpu":60,"memory":80}`, `{"cpu":-1}`, `{"cpu":1001}`, `{"cpu":"x"}`, `[]`)
 }
 
+func FuzzNodeRawAllocatable(f *testing.F) {
+	fuzzAnnotation(f, AnnotationNodeRawAllocatable, GetNodeRawAllocatable,
+		`{"cpu":"32","memory":"64Gi"}`, `{"cpu":"-1"}`, `{"cpu":"x"}`, `[]`)
+}
+
 func FuzzReservationAffinity(f *testing.F) {
 	fuzzAnnotation(f, AnnotationReservationAffinity, GetReservationAffinity,
 		`{"name":"r1"}`, `{"reservationSelector":{"app":"web"}}`,

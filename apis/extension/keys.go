@@ -42,6 +42,10 @@ const (
 	// it was scheduled a pod counts at its estimate even when measured
 	// (also only with allowCustomizeEstimation).
 	AnnotationCustomEstimatedSecondsAfterPodScheduled = SchedulingDomainPrefix + "load-estimated-seconds-after-pod-scheduled"
+	// AnnotationNodeRawAllocatable is the node's allocatable before
+	// Koordinator's resource amplification ({"cpu": "32", "memory": "64Gi"}):
+	// LoadAwareScheduling measures usage against it, as Koordinator does.
+	AnnotationNodeRawAllocatable = NodeDomainPrefix + "raw-allocatable"
 	// LabelNodeCPUBindPolicy makes every integer-CPU pod on the node bind CPUs.
 	LabelNodeCPUBindPolicy = NodeDomainPrefix + "cpu-bind-policy"
 	// LabelNodeNUMATopologyPolicy is the node's NUMA placement policy.

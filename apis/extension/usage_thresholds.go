@@ -129,3 +129,22 @@ func sortedResourceNames(m map[corev1.ResourceName]int64) []corev1.ResourceName 
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
 	return names
 }
+
+// GetNodeRawAllocatable parses the node's raw-allocatable annotation; nil
+// without error when the node has none.
+func GetNodeRawAllocatable(annotations map[string]string) (corev1.ResourceList, error) {
+	v, ok := annotations[AnnotationNodeRawAllocatable]
+	if !ok {
+		return nil, nil
+	}
+	var raw corev1.ResourceList
+	if err := decodeJSON(v, &raw); err != nil {
+		return nil, annotationError(AnnotationNodeRawAllocatable, err)
+	}
+	for name, q := range raw {
+		if q.Sign() < 0 {
+			return nil, annotationError(AnnotationNodeRawAllocatable, fmt.Errorf("%s: %s is negative", name, q.String()))
+		}
+	}
+	return raw, nil
+}

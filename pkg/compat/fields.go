@@ -31,6 +31,9 @@ const (
 	SLOControllerConfig = "slo-controller-config"
 	// PodAnnotation entries name the annotation, then the field in its value.
 	PodAnnotation = "Pod annotation"
+	// Plugin args of koord-scheduler's profiles.
+	LoadAwareArgs   = "LoadAwareSchedulingArgs"
+	ReservationArgs = "ReservationArgs"
 )
 
 // Field is one entry: Path is the field's JSON path in the object, with *
@@ -91,6 +94,25 @@ var Fields = []Field{
 		"with numaScoringStrategy MostAllocated, a NUMA node where the pod gets one thread of each core comes before a fuller one where it would get both threads of a core"},
 	{PodAnnotation, "scheduling.koordinator.sh/resource-spec.preferredCPUBindPolicy", "FullPCPUs", Differs,
 		"never falls back to half cores: a pod that cannot have whole cores stays pending"},
+
+	// koord-scheduler's plugin args (KubeSchedulerConfiguration pluginConfig).
+	{LoadAwareArgs, "dominantResourceWeight", "", NotActedOn, "the score weighs resources by resourceWeights only"},
+	{LoadAwareArgs, "prodUsageIncludeSys", "", NotActedOn, "prod usage is the prod pods' own"},
+	{LoadAwareArgs, "estimator", "", Supported, "only Koordinator's default estimator exists; another name is an error"},
+	{LoadAwareArgs, "supportedResources", "", NotActedOn, "the resources tracked are those the weights and thresholds name"},
+	{LoadAwareArgs, "scoringStrategy", "MostUsed", Differs, "Koord can pack by measured usage; Koordinator only spreads"},
+	{ReservationArgs, "enablePreemption", "", NotActedOn, "reservations do not preempt"},
+	{ReservationArgs, "minCandidateNodesPercentage", "", NotActedOn, ""},
+	{ReservationArgs, "minCandidateNodesAbsolute", "", NotActedOn, ""},
+	{ReservationArgs, "controllerWorkers", "", NotActedOn, ""},
+	{ReservationArgs, "gcDurationSeconds", "", NotActedOn, "koord-manager collects finished reservations (--reservation-gc-after)"},
+	{ReservationArgs, "gcIntervalSeconds", "", NotActedOn, ""},
+	{ReservationArgs, "disableGarbageCollection", "", NotActedOn, ""},
+	{ReservationArgs, "resyncIntervalSeconds", "", NotActedOn, ""},
+	{ReservationArgs, "preAllocationConfig", "", NotActedOn, ""},
+	{ReservationArgs, "ignoredResources", "", NotActedOn, ""},
+	{ReservationArgs, "ignoredResourceGroups", "", NotActedOn, ""},
+	{ReservationArgs, "reservationSelectorIndex", "", NotActedOn, ""},
 
 	// Reservation: what koord-scheduler places and keeps.
 	{Reservation, "spec.preAllocation", "", NotActedOn, "a reservation is placed only on free resources, never on what running pods hold"},

@@ -223,3 +223,32 @@ func TestKoordinatorLoadAwareArgsAccepted(t *testing.T) {
 		}
 	}
 }
+
+// Koordinator's ReservationArgs load under their own names, are kept, and
+// are named as not acted on; a negative count is still an error.
+func TestKoordinatorReservationArgsAccepted(t *testing.T) {
+	cfg, err := decode(t, `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: koord-scheduler
+    pluginConfig:
+      - name: Reservation
+        args: {enablePreemption: true, minCandidateNodesPercentage: 10, gcDurationSeconds: 86400, preAllocationConfig: {enableClusterMode: true}}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, ok := cfg.Profiles[0].PluginConfig[0].Args.(*config.ReservationArgs)
+	if !ok {
+		t.Fatalf("args decoded as %T", cfg.Profiles[0].PluginConfig[0].Args)
+	}
+	want := []string{"enablePreemption=true", "minCandidateNodesPercentage=10", "gcDurationSeconds=86400", "preAllocationConfig=set"}
+	if diff := cmp.Diff(want, args.NotActedOn()); diff != "" {
+		t.Errorf("NotActedOn (-want +got):\n%s", diff)
+	}
+	args.MinCandidateNodesPercentage = 150
+	if err := validation.ValidateReservationArgs(field.NewPath("args"), args); err == nil || !strings.Contains(err.Error(), "args.minCandidateNodesPercentage") {
+		t.Errorf("%v, want an error naming args.minCandidateNodesPercentage", err)
+	}
+}

@@ -28,15 +28,19 @@ type LoadAwareSchedulingArgs struct {
 	Aggregated                           *LoadAwareSchedulingAggregatedArgs `json:"aggregated,omitempty"`
 	ScoringStrategy                      ScoringStrategy                    `json:"scoringStrategy,omitempty"`
 
+	// EstimatedSecondsAfterPodScheduled and EstimatedSecondsAfterInitialized
+	// count a new pod at its estimate even once measured; with
+	// AllowCustomizeEstimation a pod's annotations may set its own.
+	EstimatedSecondsAfterPodScheduled *int64 `json:"estimatedSecondsAfterPodScheduled,omitempty"`
+	EstimatedSecondsAfterInitialized  *int64 `json:"estimatedSecondsAfterInitialized,omitempty"`
+	AllowCustomizeEstimation          bool   `json:"allowCustomizeEstimation,omitempty"`
+
 	// Koordinator's args Koord accepts and keeps but does not act on yet
 	// (the plugin names the ones set at start).
-	DominantResourceWeight            int64                 `json:"dominantResourceWeight,omitempty"`
-	ProdUsageIncludeSys               bool                  `json:"prodUsageIncludeSys,omitempty"`
-	Estimator                         string                `json:"estimator,omitempty"`
-	EstimatedSecondsAfterPodScheduled *int64                `json:"estimatedSecondsAfterPodScheduled,omitempty"`
-	EstimatedSecondsAfterInitialized  *int64                `json:"estimatedSecondsAfterInitialized,omitempty"`
-	AllowCustomizeEstimation          bool                  `json:"allowCustomizeEstimation,omitempty"`
-	SupportedResources                []corev1.ResourceName `json:"supportedResources,omitempty"`
+	DominantResourceWeight int64                 `json:"dominantResourceWeight,omitempty"`
+	ProdUsageIncludeSys    bool                  `json:"prodUsageIncludeSys,omitempty"`
+	Estimator              string                `json:"estimator,omitempty"`
+	SupportedResources     []corev1.ResourceName `json:"supportedResources,omitempty"`
 }
 
 // LoadAwareSchedulingAggregatedArgs picks aggregated usages from NodeMetric.
@@ -76,4 +80,40 @@ type NodeNUMAResourceArgs struct {
 	ScoringStrategy      *ResourceScoringStrategy `json:"scoringStrategy,omitempty"`
 	NUMAScoringStrategy  *ResourceScoringStrategy `json:"numaScoringStrategy,omitempty"`
 	TopologySource       TopologySource           `json:"topologySource,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ReservationArgs are Koordinator's Reservation plugin args, under their
+// own names: accepted and kept, not acted on yet.
+type ReservationArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	EnablePreemption            *bool                           `json:"enablePreemption,omitempty"`
+	MinCandidateNodesPercentage *int32                          `json:"minCandidateNodesPercentage,omitempty"`
+	MinCandidateNodesAbsolute   *int32                          `json:"minCandidateNodesAbsolute,omitempty"`
+	ControllerWorkers           *int32                          `json:"controllerWorkers,omitempty"`
+	GCDurationSeconds           int64                           `json:"gcDurationSeconds,omitempty"`
+	GCIntervalSeconds           int64                           `json:"gcIntervalSeconds,omitempty"`
+	DisableGarbageCollection    bool                            `json:"disableGarbageCollection,omitempty"`
+	ResyncIntervalSeconds       int64                           `json:"resyncIntervalSeconds,omitempty"`
+	PreAllocationConfig         *ReservationPreAllocationConfig `json:"preAllocationConfig,omitempty"`
+	IgnoredResources            []string                        `json:"ignoredResources,omitempty"`
+	IgnoredResourceGroups       []string                        `json:"ignoredResourceGroups,omitempty"`
+	ReservationSelectorIndex    *ReservationSelectorIndexArgs   `json:"reservationSelectorIndex,omitempty"`
+}
+
+// ReservationPreAllocationConfig is Koordinator's pre-allocation setting.
+type ReservationPreAllocationConfig struct {
+	EnableClusterMode            bool   `json:"enableClusterMode,omitempty"`
+	ClusterLabelKey              string `json:"clusterLabelKey,omitempty"`
+	ClusterPriorityAnnotationKey string `json:"clusterPriorityAnnotationKey,omitempty"`
+	PreferNoPreAllocatedPods     bool   `json:"preferNoPreAllocatedPods,omitempty"`
+}
+
+// ReservationSelectorIndexArgs is Koordinator's reservation index setting.
+type ReservationSelectorIndexArgs struct {
+	Enabled     bool     `json:"enabled,omitempty"`
+	KeyPrefixes []string `json:"keyPrefixes,omitempty"`
+	Keys        []string `json:"keys,omitempty"`
 }

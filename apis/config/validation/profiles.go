@@ -17,6 +17,8 @@ func ValidatePluginArgs(path *field.Path, args runtime.Object) error {
 		return ValidateLoadAwareSchedulingArgs(path, a)
 	case *config.NodeNUMAResourceArgs:
 		return ValidateNodeNUMAResourceArgs(path, a)
+	case *config.ReservationArgs:
+		return ValidateReservationArgs(path, a)
 	}
 	return nil
 }

@@ -135,3 +135,24 @@ func validateScoringStrategy(path *field.Path, s *config.ResourceScoringStrategy
 	}
 	return errs
 }
+
+// ValidateReservationArgs checks ReservationArgs as Koordinator does: the
+// percentage is one, and nothing is negative.
+func ValidateReservationArgs(path *field.Path, args *config.ReservationArgs) error {
+	var errs field.ErrorList
+	if p := args.MinCandidateNodesPercentage; p < 0 || p > 100 {
+		errs = append(errs, field.Invalid(path.Child("minCandidateNodesPercentage"), p, "must be in the range [0, 100]"))
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"minCandidateNodesAbsolute", int64(args.MinCandidateNodesAbsolute)}, {"controllerWorkers", int64(args.ControllerWorkers)},
+		{"gcDurationSeconds", args.GCDurationSeconds}, {"gcIntervalSeconds", args.GCIntervalSeconds}, {"resyncIntervalSeconds", args.ResyncIntervalSeconds},
+	} {
+		if f.v < 0 {
+			errs = append(errs, field.Invalid(path.Child(f.name), f.v, "must not be negative"))
+		}
+	}
+	return errs.ToAggregate()
+}

@@ -68,7 +68,7 @@ func (p *Plugin) filter(ctx context.Context, state fwk.CycleState, s *podState, 
 	if custom != nil {
 		usage, prod = custom.usage, custom.prod
 	}
-	alloc := nodeInfo.GetAllocatable()
+	alloc := p.basis(ctx, node, nodeInfo.GetAllocatable())
 	var buf [maxResources]int64
 	holds := s.holds.Get(state)
 	if holds != nil {
@@ -94,7 +94,7 @@ func (p *Plugin) filter(ctx context.Context, state fwk.CycleState, s *podState, 
 }
 
 // fits says whether the node takes podEst under every threshold Filter checks.
-func (p *Plugin) fits(est *nodeEstimate, podEst vector, prodPod bool, usage, prod []int64, alloc fwk.Resource) bool {
+func (p *Plugin) fits(est *nodeEstimate, podEst vector, prodPod bool, usage, prod []int64, alloc basis) bool {
 	if p.over(est, filterUsage, podEst, usage, alloc) >= 0 {
 		return false
 	}
@@ -156,13 +156,13 @@ const (
 // check compares the node's usage of the given kind plus the pod against
 // thresholds, in percent of allocatable; reasons are the rejection reasons
 // by resource.
-func (p *Plugin) check(ctx context.Context, node *corev1.Node, est *nodeEstimate, usage int, pod vector, thresholds []int64, alloc fwk.Resource, reasons []string) *fwk.Status {
+func (p *Plugin) check(ctx context.Context, node *corev1.Node, est *nodeEstimate, usage int, pod vector, thresholds []int64, alloc basis, reasons []string) *fwk.Status {
 	i := p.over(est, usage, pod, thresholds, alloc)
 	if i < 0 {
 		return nil
 	}
 	if logger := klog.FromContext(ctx); logger.V(5).Enabled() {
-		a, used := allocatable(alloc, p.resources[i]), est.get(i, usage)+pod[i]
+		a, used := alloc.of(i, p.resources[i]), est.get(i, usage)+pod[i]
 		logger.V(5).Info("Node over its usage threshold with the pod", "node", klog.KObj(node), "resource", p.resources[i],
 			"prodOnly", usage == prodUsage, "usagePercent", used*100/a, "thresholdPercent", thresholds[i])
 	}
@@ -171,12 +171,12 @@ func (p *Plugin) check(ctx context.Context, node *corev1.Node, est *nodeEstimate
 
 // over is the first resource whose usage with the pod would exceed its
 // threshold, -1 when none would.
-func (p *Plugin) over(est *nodeEstimate, usage int, pod vector, thresholds []int64, alloc fwk.Resource) int {
+func (p *Plugin) over(est *nodeEstimate, usage int, pod vector, thresholds []int64, alloc basis) int {
 	for i, t := range thresholds {
 		if t <= 0 {
 			continue
 		}
-		a := allocatable(alloc, p.resources[i])
+		a := alloc.of(i, p.resources[i])
 		if a <= 0 {
 			continue
 		}

@@ -6,7 +6,6 @@ package loadaware
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,8 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/component-base/metrics"
-	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -72,6 +69,9 @@ type Plugin struct {
 	// consumed) once the cache has the change.
 	rejected frameworkext.Rejected
 	logger   klog.Logger
+	// rawAllocatable caches each node's parsed raw-allocatable annotation
+	// (node name → *rawEntry).
+	rawAllocatable sync.Map
 	// slowReports are the nodes whose NodeMetric asks for reports further
 	// apart than nodeMetricExpirationSeconds, each told once (slowReport).
 	slowReports sync.Map
@@ -79,16 +79,6 @@ type Plugin struct {
 
 // Name returns the plugin's name.
 func (p *Plugin) Name() string { return Name }
-
-// argsNotActedOn lists the Koordinator args a profile set that Koord accepts
-// without acting on them yet.
-var argsNotActedOn = metrics.NewGaugeVec(&metrics.GaugeOpts{
-	Name:           "koord_scheduler_plugin_arg_not_implemented",
-	Help:           "1 for each Koordinator plugin arg a profile sets that koord-scheduler accepts but does not act on yet.",
-	StabilityLevel: metrics.ALPHA,
-}, []string{"plugin", "arg"})
-
-func init() { legacyregistry.MustRegister(argsNotActedOn) }
 
 // New builds the plugin from its typed args and starts watching NodeMetrics
 // (the extender's informer) and assigned pods, so that its view is rebuilt
@@ -103,13 +93,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, ext *frameworkex
 	}
 	p := newPlugin(args, h, time.Now)
 	p.logger = klog.FromContext(ctx).WithName(Name)
-	if unused := args.NotActedOn(); len(unused) > 0 {
-		p.logger.Info("Koordinator args accepted that Koord does not act on yet", "args", unused)
-		for _, a := range unused {
-			field, _, _ := strings.Cut(a, "=")
-			argsNotActedOn.WithLabelValues(Name, field).Set(1)
-		}
-	}
+	frameworkext.ReportArgsNotActedOn(p.logger, Name, args.NotActedOn())
 	factory, err := ext.Informers(h)
 	if err != nil {
 		return nil, err

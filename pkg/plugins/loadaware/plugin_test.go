@@ -771,3 +771,28 @@ func TestSlowReportsNamed(t *testing.T) {
 		t.Error("fixed interval still reported")
 	}
 }
+
+// Koordinator's raw-allocatable: usage is a share of the node's allocatable
+// before amplification, as its estimator's EstimateNode has it.
+func TestRawAllocatable(t *testing.T) {
+	clk := &clock{t0}
+	p := newPlugin(defaultArgs(t, nil), nil, clk.now) // cpu threshold 65 %
+	p.cache.setMetric("n1", metric("n1", t0, "7", "4Gi"))
+	node := makeNode("n1", "20", "100Gi") // amplified from 10 cores
+	pod := makePod("p", rl("100m", ""), nil, 0)
+	if err := filter(p, pod, node); err != nil {
+		t.Fatalf("7 of 20 cores (35%%): %v", err)
+	}
+	before := score(t, p, pod, node)
+	node.Annotations = map[string]string{extension.AnnotationNodeRawAllocatable: `{"cpu":"10","memory":"100Gi"}`}
+	if err := filter(p, pod, node); err == nil || !strings.Contains(err.Error(), "cpu usage over the load threshold") {
+		t.Errorf("7 of the node's 10 raw cores with the pod (70.85%%): %v, want rejected", err)
+	}
+	if after := score(t, p, pod, node); after >= before {
+		t.Errorf("score %d against raw allocatable, want below %d against amplified", after, before)
+	}
+	node.Annotations[extension.AnnotationNodeRawAllocatable] = `{"cpu":"ten"}`
+	if err := filter(p, pod, node); err != nil {
+		t.Errorf("a malformed annotation must fall back to allocatable: %v", err)
+	}
+}

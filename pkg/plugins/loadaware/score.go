@@ -27,12 +27,12 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 		return 0, nil
 	}
 	var buf [maxResources]int64
-	return p.score(s, est, p.withReservations(s.holds.Get(state), node, s.estimate, buf[:0]), nodeInfo.GetAllocatable()), nil
+	return p.score(s, est, p.withReservations(s.holds.Get(state), node, s.estimate, buf[:0]), p.basis(ctx, node, nodeInfo.GetAllocatable())), nil
 }
 
 // score is Score's value for a node with a fresh estimate, podEst being the
 // pod's estimate with what the node's reservations hold against it.
-func (p *Plugin) score(s *podState, est *nodeEstimate, podEst vector, alloc fwk.Resource) int64 {
+func (p *Plugin) score(s *podState, est *nodeEstimate, podEst vector, alloc basis) int64 {
 	if p.weightSum == 0 {
 		return 0
 	}
@@ -45,7 +45,7 @@ func (p *Plugin) score(s *podState, est *nodeEstimate, podEst vector, alloc fwk.
 		if w == 0 {
 			continue
 		}
-		a := allocatable(alloc, p.resources[i])
+		a := alloc.of(i, p.resources[i])
 		if a <= 0 {
 			continue
 		}

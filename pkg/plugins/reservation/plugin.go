@@ -5,6 +5,11 @@
 package reservation
 
 import (
+	"fmt"
+
+	"github.com/koord-project/koord/apis/config"
+	"github.com/koord-project/koord/apis/config/validation"
+
 	"context"
 	"sync/atomic"
 
@@ -66,7 +71,19 @@ func (p *Plugin) Name() string { return Name }
 // New watches Reservations (the extender's informer) and the scheduler's
 // pods, and feeds the cache from them, so that a restarted scheduler
 // rebuilds it from the API server.
-func New(ctx context.Context, _ runtime.Object, h fwk.Handle, ext *frameworkext.Extender) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, ext *frameworkext.Extender) (fwk.Plugin, error) {
+	// Koordinator's ReservationArgs are accepted and kept, and named when
+	// set: none changes what the plugin does yet.
+	if obj != nil {
+		args, ok := obj.(*config.ReservationArgs)
+		if !ok {
+			return nil, fmt.Errorf("want args of type ReservationArgs, got %T", obj)
+		}
+		if err := validation.ValidateReservationArgs(nil, args); err != nil {
+			return nil, err
+		}
+		frameworkext.ReportArgsNotActedOn(klog.FromContext(ctx).WithName(Name), Name, args.NotActedOn())
+	}
 	client, err := ext.Koord(h)
 	if err != nil {
 		return nil, err
