@@ -48,6 +48,9 @@ const (
 	AnnotationNodeRawAllocatable = NodeDomainPrefix + "raw-allocatable"
 	// LabelNodeCPUBindPolicy makes every integer-CPU pod on the node bind CPUs.
 	LabelNodeCPUBindPolicy = NodeDomainPrefix + "cpu-bind-policy"
+	// LabelNodeNUMAAllocateStrategy overrides NodeNUMAResource's
+	// numaScoringStrategy for the node (MostAllocated or LeastAllocated).
+	LabelNodeNUMAAllocateStrategy = NodeDomainPrefix + "numa-allocate-strategy"
 	// LabelNodeNUMATopologyPolicy is the node's NUMA placement policy.
 	LabelNodeNUMATopologyPolicy = NodeDomainPrefix + "numa-topology-policy"
 )

@@ -25,7 +25,19 @@ func parseNUMATopologyPolicy(v string) (NUMATopologyPolicy, error) {
 // NUMATopologySpec is the value of scheduling.koordinator.sh/numa-topology-spec.
 type NUMATopologySpec struct {
 	NUMATopologyPolicy NUMATopologyPolicy `json:"numaTopologyPolicy,omitempty"`
+	// SingleNUMANodeExclusive is Koordinator's Required or Preferred: kept,
+	// not acted on yet (docs/compatibility.md).
+	SingleNUMANodeExclusive NUMATopologyExclusive `json:"singleNUMANodeExclusive,omitempty"`
 }
+
+// NUMATopologyExclusive is whether single-NUMA and multi-NUMA pods may
+// share a NUMA node.
+type NUMATopologyExclusive string
+
+const (
+	NUMATopologyExclusivePreferred NUMATopologyExclusive = "Preferred"
+	NUMATopologyExclusiveRequired  NUMATopologyExclusive = "Required"
+)
 
 // GetNUMATopologySpec parses the pod's numa-topology-spec annotation; absent is policy None.
 func GetNUMATopologySpec(annotations map[string]string) (*NUMATopologySpec, error) {
@@ -42,6 +54,11 @@ func GetNUMATopologySpec(annotations map[string]string) (*NUMATopologySpec, erro
 		return nil, annotationError(AnnotationNUMATopologySpec, err)
 	}
 	spec.NUMATopologyPolicy = p
+	switch spec.SingleNUMANodeExclusive {
+	case "", NUMATopologyExclusivePreferred, NUMATopologyExclusiveRequired:
+	default:
+		return nil, annotationError(AnnotationNUMATopologySpec, fmt.Errorf("singleNUMANodeExclusive %q is not Required or Preferred", spec.SingleNUMANodeExclusive))
+	}
 	return spec, nil
 }
 
@@ -56,4 +73,28 @@ func GetNodeNUMATopologyPolicy(labels map[string]string) (NUMATopologyPolicy, er
 		return NUMATopologyPolicyNone, labelError(LabelNodeNUMATopologyPolicy, err)
 	}
 	return p, nil
+}
+
+// NUMAAllocateStrategy is how a node's NUMA nodes are chosen for a pod:
+// the least allocated first (spread) or the most (pack).
+type NUMAAllocateStrategy string
+
+const (
+	NUMAMostAllocated  NUMAAllocateStrategy = "MostAllocated"
+	NUMALeastAllocated NUMAAllocateStrategy = "LeastAllocated"
+)
+
+// GetNodeNUMAAllocateStrategy parses the node's numa-allocate-strategy
+// label; "" without error when the node has none (the plugin's
+// numaScoringStrategy applies).
+func GetNodeNUMAAllocateStrategy(labels map[string]string) (NUMAAllocateStrategy, error) {
+	v, ok := labels[LabelNodeNUMAAllocateStrategy]
+	if !ok {
+		return "", nil
+	}
+	switch s := NUMAAllocateStrategy(v); s {
+	case NUMAMostAllocated, NUMALeastAllocated:
+		return s, nil
+	}
+	return "", labelError(LabelNodeNUMAAllocateStrategy, fmt.Errorf("%q is not MostAllocated or LeastAllocated", v))
 }

@@ -47,8 +47,12 @@ func TestFieldsExist(t *testing.T) {
 			{Name: "ResourceAmplification", Type: reflect.TypeFor[map[string]any](), Tag: `json:"resource-amplification-config"`},
 		}),
 	}
-	annotations := map[string]reflect.Type{extension.AnnotationResourceSpec: reflect.TypeFor[extension.ResourceSpec]()}
+	annotations := map[string]reflect.Type{extension.AnnotationResourceSpec: reflect.TypeFor[extension.ResourceSpec](),
+		extension.AnnotationNUMATopologySpec: reflect.TypeFor[extension.NUMATopologySpec]()}
 	for _, f := range compat.Fields {
+		if f.Object == compat.NodeAnnotation {
+			continue // names, not schema paths
+		}
 		if f.Object == compat.PodAnnotation {
 			found := false
 			for key, typ := range annotations {

@@ -31,6 +31,9 @@ const (
 	SLOControllerConfig = "slo-controller-config"
 	// PodAnnotation entries name the annotation, then the field in its value.
 	PodAnnotation = "Pod annotation"
+	// NodeAnnotation entries name an annotation (or object) Koordinator's
+	// components write on or for a node.
+	NodeAnnotation = "Node annotation"
 	// Plugin args of koord-scheduler's profiles.
 	LoadAwareArgs   = "LoadAwareSchedulingArgs"
 	ReservationArgs = "ReservationArgs"
@@ -92,8 +95,17 @@ var Fields = []Field{
 	// Annotations and labels Koord acts on by a rule of its own.
 	{PodAnnotation, "scheduling.koordinator.sh/resource-spec.preferredCPUBindPolicy", "SpreadByPCPUs", Differs,
 		"with numaScoringStrategy MostAllocated, a NUMA node where the pod gets one thread of each core comes before a fuller one where it would get both threads of a core"},
+	{PodAnnotation, "scheduling.koordinator.sh/numa-topology-spec.singleNUMANodeExclusive", "", NotActedOn,
+		"single- and multi-NUMA pods may share a NUMA node"},
 	{PodAnnotation, "scheduling.koordinator.sh/resource-spec.preferredCPUBindPolicy", "FullPCPUs", Differs,
 		"never falls back to half cores: a pod that cannot have whole cores stays pending"},
+
+	// Node annotations and labels Koordinator's own components write.
+	{NodeAnnotation, "node.koordinator.sh/resource-amplification-ratio", "", NotActedOn,
+		"Koord does not amplify allocatable; on a node Koordinator amplified, LoadAwareScheduling uses raw-allocatable, NodeNUMAResource does not scale cpuset pods"},
+	{NodeAnnotation, "node.koordinator.sh/be-cpu-shared-pools", "", NotActedOn, "koordlet works out BE CPUs itself (BE CPU suppression)"},
+	{NodeAnnotation, "NodeResourceTopology topology.node.k8s.io/v1alpha1", "", NotActedOn,
+		"topologySource NodeResourceTopology reads v1alpha2, which Koord's koordlet writes; Koordinator's koordlet writes v1alpha1"},
 
 	// koord-scheduler's plugin args (KubeSchedulerConfiguration pluginConfig).
 	{LoadAwareArgs, "dominantResourceWeight", "", NotActedOn, "the score weighs resources by resourceWeights only"},

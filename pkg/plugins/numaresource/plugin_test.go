@@ -439,6 +439,33 @@ func TestNUMAPacking(t *testing.T) {
 	}
 }
 
+// Koordinator's node label numa-allocate-strategy overrides the args'
+// numaScoringStrategy for that node: packing here, spreading on the other.
+func TestNUMAAllocateStrategyLabel(t *testing.T) {
+	f := newFixture(t, defaultArgs(t, nil), // LeastAllocated
+		node("packed", map[string]string{extension.LabelNodeNUMAAllocateStrategy: "MostAllocated"}), node("spread", nil))
+	for _, n := range []string{"packed", "spread"} {
+		f.publish(n, topologytest.Linux(1, 2, 4, 2, 8*gi))
+	}
+	topo := linuxTopology(t, 1, 2, 4, 2)
+	same := func(n string) bool {
+		a := mustSchedule(t, f, lsr(n+"-a", "2", "", nil), n).CPUs()
+		b := mustSchedule(t, f, lsr(n+"-b", "2", "", nil), n).CPUs()
+		return topo.NUMANodeOf(a.List()[0]) == topo.NUMANodeOf(b.List()[0])
+	}
+	if !same("packed") {
+		t.Error("label MostAllocated: the pods were spread over NUMA nodes")
+	}
+	if same("spread") {
+		t.Error("no label, args LeastAllocated: the pods were packed on one NUMA node")
+	}
+	bad := newFixture(t, defaultArgs(t, nil), node("bad", map[string]string{extension.LabelNodeNUMAAllocateStrategy: "Most"}))
+	bad.publish("bad", topologytest.Linux(1, 2, 4, 2, 8*gi))
+	if _, err := bad.schedule(lsr("x", "2", "", nil), "bad"); err == nil || !strings.Contains(err.Error(), extension.LabelNodeNUMAAllocateStrategy) {
+		t.Errorf("a malformed label: %v, want an error naming it", err)
+	}
+}
+
 // Where this plugin comes before DefaultBinder, the chosen CPUs ride on the
 // Binding: no PreBind, no patch, one Binding carrying resource-status; and a
 // pod whose CPUs were taken meanwhile is not bound at all.

@@ -94,14 +94,17 @@ type binding struct {
 	policy     extension.CPUBindPolicy
 	count      int
 	numaPolicy extension.NUMATopologyPolicy
+	// allocate is the node's numa-allocate-strategy label ("": the args').
+	allocate extension.NUMAAllocateStrategy
 }
 
 // nodePolicies are a node's numa-topology-policy and cpu-bind-policy
 // labels, parsed; err names a malformed one.
 type nodePolicies struct {
-	numa extension.NUMATopologyPolicy
-	bind extension.NodeCPUBindPolicy
-	err  error
+	numa     extension.NUMATopologyPolicy
+	bind     extension.NodeCPUBindPolicy
+	allocate extension.NUMAAllocateStrategy
+	err      error
 }
 
 func policiesOf(labels map[string]string) nodePolicies {
@@ -113,14 +116,18 @@ func policiesOf(labels map[string]string) nodePolicies {
 	if err != nil {
 		return nodePolicies{err: err}
 	}
-	return nodePolicies{numa: numa, bind: bind}
+	allocate, err := extension.GetNodeNUMAAllocateStrategy(labels)
+	if err != nil {
+		return nodePolicies{err: err}
+	}
+	return nodePolicies{numa: numa, bind: bind, allocate: allocate}
 }
 
 func (a nodePolicies) equal(b nodePolicies) bool {
 	if (a.err == nil) != (b.err == nil) || (a.err != nil && a.err.Error() != b.err.Error()) {
 		return false
 	}
-	return a.numa == b.numa && a.bind == b.bind
+	return a.numa == b.numa && a.bind == b.bind && a.allocate == b.allocate
 }
 
 // on decides how the pod binds on a node, by its labels.
@@ -160,5 +167,5 @@ func (r *podRequest) with(pol nodePolicies) (b binding, ok bool, err error) {
 	if policy == "" {
 		return b, false, nil
 	}
-	return binding{policy: policy, count: int(r.cpuMilli / 1000), numaPolicy: numa}, true, nil
+	return binding{policy: policy, count: int(r.cpuMilli / 1000), numaPolicy: numa, allocate: pol.allocate}, true, nil
 }

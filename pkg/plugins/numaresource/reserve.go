@@ -75,7 +75,7 @@ func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod
 
 // choose picks the pod's CPUs from view, by its policies.
 func (p *Plugin) choose(view *NodeView, req *podRequest, b binding) (cpuset.CPUSet, error) {
-	pl, err := fit(view, req, b, p.numaScore.most, nil)
+	pl, err := fit(view, req, b, p.pack(b), nil)
 	if err != nil {
 		return cpuset.New(), err
 	}

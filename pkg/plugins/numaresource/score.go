@@ -77,7 +77,7 @@ func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, node
 	}
 	view, _ = p.forPod(st, cs, node, view)
 	var buf [4]NUMACapacity
-	pl, err := fit(view, req, b, p.numaScore.most, buf[:0])
+	pl, err := fit(view, req, b, p.pack(b), buf[:0])
 	if err != nil {
 		return 0, nil
 	}
@@ -132,3 +132,15 @@ func (p *Plugin) scoreNUMA(pl placement) int64 {
 
 // ScoreExtensions: scores are already 0-100.
 func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// pack says whether the pod's NUMA nodes are the fullest that hold it: the
+// node's numa-allocate-strategy label, else numaScoringStrategy.
+func (p *Plugin) pack(b binding) bool {
+	switch b.allocate {
+	case extension.NUMAMostAllocated:
+		return true
+	case extension.NUMALeastAllocated:
+		return false
+	}
+	return p.numaScore.most
+}
