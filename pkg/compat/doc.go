@@ -29,8 +29,8 @@ A field no Koordinator version knows (a typo) is ignored and reported the same
 way (Event reason ` + "`" + ReasonUnknownField + "`" + `); a key that matches a field only up to case
 ("CPUEvictTimeWindowSeconds") is that field, as in Koordinator. An
 out-of-range value, or a key of slo-controller-config that is not JSON, is an
-error that keeps the last valid configuration (of the whole ConfigMap, where
-Koordinator keeps it per key).
+error naming the key that keeps that key's last valid configuration; the other
+keys take effect, as in Koordinator.
 
 test/compat applies Koordinator's own published examples (its documentation's
 and repository's, each naming its source) to Koord unchanged and asserts what

@@ -4,6 +4,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -261,10 +262,16 @@ var strategyOrder = []string{ResourceThresholdKey, ResourceQOSKey, CPUBurstKey, 
 // on (compat.Fields says why); any other key is reported as unknown.
 var otherKeys = []string{"host-application-config", "cpu-normalization-config", "resource-amplification-config"}
 
-// Parse resolves a ConfigMap; nil means it does not exist. An error names the
-// key and why; callers keep their previous configuration on error. Fields no
+// Parse resolves a ConfigMap; nil means it does not exist. Fields no
 // Koordinator version knows are not errors: they are listed in Warnings.
-func Parse(cm *corev1.ConfigMap) (Config, error) {
+// A key that does not parse or validate is an error naming it; see
+// ParseOver for what the other keys do then.
+func Parse(cm *corev1.ConfigMap) (Config, error) { return ParseOver(cm, Default()) }
+
+// ParseOver resolves a ConfigMap key by key, as Koordinator does: a key that
+// does not parse or validate keeps its part of prev (the configuration in
+// force), the others take effect, and the error names every failed key.
+func ParseOver(cm *corev1.ConfigMap, prev Config) (Config, error) {
 	cfg := Default()
 	if cm == nil {
 		return cfg, nil
@@ -277,19 +284,25 @@ func Parse(cm *corev1.ConfigMap) (Config, error) {
 			cfg.Warnings = append(cfg.Warnings, key+": "+f)
 		}
 	}
+	var errs []error
 	if raw, ok := cm.Data[ColocationKey]; ok {
 		unknown, err := parseColocation(raw, &cfg)
 		if err != nil {
-			return Config{}, where(ColocationKey, err)
+			errs = append(errs, where(ColocationKey, err))
+			cfg.Colocation, cfg.nodeColocations = prev.Colocation, prev.nodeColocations
+		} else {
+			warn(ColocationKey, unknown)
 		}
-		warn(ColocationKey, unknown)
 	}
 	// Each strategy key is Koordinator's {"clusterStrategy": {...},
 	// "nodeStrategies": [{"name": ..., "nodeSelector": {...}, <fields>}]}.
-	var entries []struct {
-		key string
-		raw []json.RawMessage
+	failed := map[string]bool{}
+	fail := func(key string, err error) {
+		errs = append(errs, where(key, err))
+		failed[key] = true
+		strategyKeys[key].copy(&cfg.NodeSLO, &prev.NodeSLO)
 	}
+	nodeRaw := map[string][]json.RawMessage{}
 	for _, key := range strategyOrder {
 		raw, ok := cm.Data[key]
 		if !ok {
@@ -301,34 +314,53 @@ func Parse(cm *corev1.ConfigMap) (Config, error) {
 		}
 		unknown, err := decode(raw, &wrapper)
 		if err != nil {
-			return Config{}, where(key, err)
+			fail(key, err)
+			continue
+		}
+		if len(wrapper.ClusterStrategy) > 0 && string(wrapper.ClusterStrategy) != "null" {
+			spec := *cfg.NodeSLO.DeepCopy()
+			clusterUnknown, err := strategyKeys[key].overlay(&spec, wrapper.ClusterStrategy)
+			if err == nil {
+				// The keys before this one passed or kept their valid
+				// part: an error is this key's.
+				err = spec.Validate()
+			}
+			if err != nil {
+				fail(key, fmt.Errorf("clusterStrategy: %w", err))
+				continue
+			}
+			cfg.NodeSLO = spec
+			unknown = append(unknown, prefixed("clusterStrategy: ", clusterUnknown)...)
 		}
 		warn(key, unknown)
-		if len(wrapper.ClusterStrategy) > 0 && string(wrapper.ClusterStrategy) != "null" {
-			unknown, err := strategyKeys[key].overlay(&cfg.NodeSLO, wrapper.ClusterStrategy)
-			if err != nil {
-				return Config{}, where(key, fmt.Errorf("clusterStrategy: %w", err))
-			}
-			warn(key, prefixed("clusterStrategy: ", unknown))
-			// The keys before this one passed: an error is this key's.
-			if err := cfg.NodeSLO.Validate(); err != nil {
-				return Config{}, where(key, fmt.Errorf("clusterStrategy: %w", err))
-			}
-		}
-		entries = append(entries, struct {
-			key string
-			raw []json.RawMessage
-		}{key, wrapper.NodeStrategies})
+		nodeRaw[key] = wrapper.NodeStrategies
 	}
-	for _, e := range entries {
-		for i, raw := range e.raw {
-			ns, unknown, err := parseNodeStrategy(e.key, raw, cfg.NodeSLO)
-			if err != nil {
-				return Config{}, where(e.key, fmt.Errorf("nodeStrategies[%d]: %w", i, err))
+	for _, key := range strategyOrder {
+		var strategies []nodeStrategy
+		var unknown []string
+		var err error
+		for i, raw := range nodeRaw[key] {
+			ns, u, e := parseNodeStrategy(key, raw, cfg.NodeSLO)
+			if e != nil {
+				err = fmt.Errorf("nodeStrategies[%d]: %w", i, e)
+				break
 			}
-			warn(e.key, prefixed(fmt.Sprintf("nodeStrategies[%d]: ", i), unknown))
-			cfg.nodeStrategies = append(cfg.nodeStrategies, ns)
+			unknown = append(unknown, prefixed(fmt.Sprintf("nodeStrategies[%d]: ", i), u)...)
+			strategies = append(strategies, ns)
 		}
+		if err != nil {
+			fail(key, err)
+		}
+		if failed[key] {
+			for _, ns := range prev.nodeStrategies {
+				if ns.key == key {
+					strategies = append(strategies, ns)
+				}
+			}
+		} else {
+			warn(key, unknown)
+		}
+		cfg.nodeStrategies = append(cfg.nodeStrategies, strategies...)
 	}
 	cfg.NotActedOn = notActedOn(cm, cfg)
 	for key := range cm.Data {
@@ -337,7 +369,7 @@ func Parse(cm *corev1.ConfigMap) (Config, error) {
 		}
 	}
 	slices.Sort(cfg.Warnings)
-	return cfg, nil
+	return cfg, errors.Join(errs...)
 }
 
 func knownKey(key string) bool {

@@ -225,3 +225,32 @@ func TestKeysMatchUpToCase(t *testing.T) {
 		t.Errorf("cpuEvictTimeWindowSeconds: %v", w)
 	}
 }
+
+// Koordinator reads each key on its own: one that does not parse keeps its
+// part of the configuration in force, and the other keys take effect.
+func TestKeysStandAlone(t *testing.T) {
+	prev, err := Parse(cm(map[string]string{
+		ColocationKey:        `{"enable":true,"cpuReclaimThresholdPercent":70}`,
+		ResourceThresholdKey: `{"clusterStrategy":{"enable":true,"cpuSuppressThresholdPercent":50},"nodeStrategies":[{"nodeSelector":{"matchLabels":{"a":"b"}},"cpuSuppressThresholdPercent":40}]}`,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseOver(cm(map[string]string{
+		ColocationKey:        `{"enable":true,"cpuReclaimThresholdPercent":80}`,
+		ResourceThresholdKey: `{"clusterStrategy":{"enable":true,"cpuSuppressThresholdPercent":55},"nodeStrategies":[{"nodeSelector":{"matchLabels":{"a":"b"}},"cpuSuppressThresholdPercent":101}]}`,
+		SystemKey:            `{"clusterStrategy":{"minFreeKbytesFactor":100}"nodeStrategies":[]}`,
+	}), prev)
+	if err == nil || !strings.Contains(err.Error(), "key resource-threshold-config: nodeStrategies[0]") || !strings.Contains(err.Error(), "key system-config") {
+		t.Fatalf("error %v, want both failed keys named", err)
+	}
+	if cfg.Colocation.CPUReclaimThresholdPercent != 80 {
+		t.Errorf("colocation-config parsed: it must take effect: %+v", cfg.Colocation)
+	}
+	if th := cfg.NodeSLOFor(nil).ResourceUsedThresholdWithBE; *th.CPUSuppressThresholdPercent != 50 {
+		t.Errorf("resource-threshold-config failed: the cluster strategy in force (50) must stay, got %d", *th.CPUSuppressThresholdPercent)
+	}
+	if th := cfg.NodeSLOFor(map[string]string{"a": "b"}).ResourceUsedThresholdWithBE; *th.CPUSuppressThresholdPercent != 40 {
+		t.Errorf("resource-threshold-config failed: the node strategy in force (40) must stay, got %d", *th.CPUSuppressThresholdPercent)
+	}
+}

@@ -17,10 +17,11 @@ import (
 )
 
 // Store serves the current configuration to the controllers. It re-parses
-// the ConfigMap only when its resourceVersion changes; a ConfigMap that does
-// not parse keeps the last good configuration in force (an operator's typo
-// must not strip batch resources from every node) and is reported once, as
-// a Warning event on the ConfigMap and in the log.
+// the ConfigMap only when its resourceVersion changes; a key that does not
+// parse or validate keeps its part of the configuration in force (an
+// operator's typo must not strip batch resources from every node), the
+// other keys take effect, and it is reported once, as a Warning event on
+// the ConfigMap and in the log.
 //
 // With a Writer, the last configuration that parsed is also kept in the
 // ConfigMap LastGoodName(name) beside it, and a restarted manager that finds the
@@ -111,18 +112,23 @@ func (s *Store) Get(ctx context.Context) Config {
 		return s.current
 	}
 	s.version = cm.ResourceVersion
-	cfg, err := Parse(&cm)
-	if err != nil {
-		if !s.loaded {
-			s.current, s.loaded = s.fallback(ctx), true
-		}
-		klog.FromContext(ctx).Error(err, "invalid configuration ignored; keeping the one in force", "configmap", s.Key)
-		if s.Recorder != nil {
-			s.Recorder.Eventf(&cm, corev1.EventTypeWarning, "InvalidConfig", "ignored, the previous configuration stays in force: %v", err)
-		}
-		return s.current
+	// Key by key, as Koordinator reads it: a key in error keeps its part
+	// of the configuration in force (after a restart, the last good one),
+	// the others take effect.
+	var cfg Config
+	if s.loaded {
+		cfg, err = ParseOver(&cm, s.current)
+	} else if cfg, err = Parse(&cm); err != nil {
+		cfg, err = ParseOver(&cm, s.fallback(ctx))
 	}
-	s.current, s.loaded = cfg, true
+	s.loaded = true
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "invalid configuration keys ignored; they keep the configuration in force", "configmap", s.Key)
+		if s.Recorder != nil {
+			s.Recorder.Eventf(&cm, corev1.EventTypeWarning, "InvalidConfig", "ignored, the previous configuration of these keys stays in force: %v", err)
+		}
+	}
+	s.current = cfg
 	if len(cfg.Warnings) > 0 {
 		klog.FromContext(ctx).Info("Fields no Koordinator version knows are ignored", "configmap", s.Key, "fields", cfg.Warnings)
 	}
@@ -130,6 +136,9 @@ func (s *Store) Get(ctx context.Context) Config {
 		s.Reporter.Unknown(&cm, compat.SLOControllerConfig, cfg.Warnings)
 		s.Reporter.NotActedOn(&cm, compat.SLOControllerConfig, cfg.NotActedOn)
 	}
-	s.save(ctx, &cm)
+	// Only a ConfigMap every key of which took effect is the last good one.
+	if err == nil {
+		s.save(ctx, &cm)
+	}
 	return s.current
 }
