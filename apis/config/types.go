@@ -71,8 +71,6 @@ func (a *LoadAwareSchedulingArgs) NotActedOn() []string {
 			out = append(out, fmt.Sprintf("%s=%v", field, value))
 		}
 	}
-	add(a.DominantResourceWeight != 0, "dominantResourceWeight", a.DominantResourceWeight)
-	add(a.ProdUsageIncludeSys, "prodUsageIncludeSys", a.ProdUsageIncludeSys)
 	add(a.Estimator != "" && a.Estimator != DefaultEstimator, "estimator", a.Estimator)
 	add(len(a.SupportedResources) > 0, "supportedResources", a.SupportedResources)
 	return out

@@ -108,8 +108,6 @@ var Fields = []Field{
 		"topologySource NodeResourceTopology reads v1alpha2, which Koord's koordlet writes; Koordinator's koordlet writes v1alpha1"},
 
 	// koord-scheduler's plugin args (KubeSchedulerConfiguration pluginConfig).
-	{LoadAwareArgs, "dominantResourceWeight", "", NotActedOn, "the score weighs resources by resourceWeights only"},
-	{LoadAwareArgs, "prodUsageIncludeSys", "", NotActedOn, "prod usage is the prod pods' own"},
 	{LoadAwareArgs, "estimator", "", Supported, "only Koordinator's default estimator exists; another name is an error"},
 	{LoadAwareArgs, "supportedResources", "", NotActedOn, "the resources tracked are those the weights and thresholds name"},
 	{LoadAwareArgs, "scoringStrategy", "MostUsed", Differs, "Koord can pack by measured usage; Koordinator only spreads"},

@@ -209,8 +209,9 @@ func TestKoordinatorLoadAwareArgsAccepted(t *testing.T) {
 		got.EstimatedSecondsAfterInitialized == nil || *got.EstimatedSecondsAfterInitialized != 30 || !got.AllowCustomizeEstimation || len(got.SupportedResources) != 1 {
 		t.Errorf("args not kept: %+v", got)
 	}
-	// estimatedSecondsAfter* and allowCustomizeEstimation are acted on.
-	want := []string{"dominantResourceWeight=2", "prodUsageIncludeSys=true", "supportedResources=[kubernetes.io/batch-cpu]"}
+	// estimatedSecondsAfter*, allowCustomizeEstimation,
+	// dominantResourceWeight and prodUsageIncludeSys are acted on.
+	want := []string{"supportedResources=[kubernetes.io/batch-cpu]"}
 	if diff := cmp.Diff(want, got.NotActedOn()); diff != "" {
 		t.Errorf("NotActedOn (-want +got):\n%s", diff)
 	}

@@ -35,12 +35,17 @@ type LoadAwareSchedulingArgs struct {
 	EstimatedSecondsAfterInitialized  *int64 `json:"estimatedSecondsAfterInitialized,omitempty"`
 	AllowCustomizeEstimation          bool   `json:"allowCustomizeEstimation,omitempty"`
 
+	// DominantResourceWeight weighs, on top of resourceWeights, the score
+	// of the resource the node uses most of.
+	DominantResourceWeight int64 `json:"dominantResourceWeight,omitempty"`
+	// ProdUsageIncludeSys counts the system's usage in prod usage.
+	ProdUsageIncludeSys bool `json:"prodUsageIncludeSys,omitempty"`
+	// Estimator is Koordinator's estimator name; only "default" exists.
+	Estimator string `json:"estimator,omitempty"`
+
 	// Koordinator's args Koord accepts and keeps but does not act on yet
 	// (the plugin names the ones set at start).
-	DominantResourceWeight int64                 `json:"dominantResourceWeight,omitempty"`
-	ProdUsageIncludeSys    bool                  `json:"prodUsageIncludeSys,omitempty"`
-	Estimator              string                `json:"estimator,omitempty"`
-	SupportedResources     []corev1.ResourceName `json:"supportedResources,omitempty"`
+	SupportedResources []corev1.ResourceName `json:"supportedResources,omitempty"`
 }
 
 // LoadAwareSchedulingAggregatedArgs picks aggregated usages from NodeMetric.

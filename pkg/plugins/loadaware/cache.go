@@ -258,6 +258,10 @@ func (c *usageCache) refresh(n *nodeState) {
 	filter = append(vector(nil), filter...)
 	score = append(vector(nil), score...)
 	prod := make(vector, len(c.resources))
+	if c.args.ProdUsageIncludeSys {
+		// The system runs beside prod pods and takes from the same share.
+		prod.add(c.vectorOf(m.Status.NodeMetric.SystemUsage))
+	}
 
 	reported := make(map[types.NamespacedName]vector, len(m.Status.PodsMetric))
 	for _, pm := range m.Status.PodsMetric {

@@ -535,6 +535,31 @@ func TestScoringStrategies(t *testing.T) {
 	if s := score(t, p, pod, cool); s != 85 {
 		t.Errorf("score = %d, want 85", s)
 	}
+	// Koordinator's dominantResourceWeight 2 weighs the most used
+	// resource's score (cpu, 81) twice more: (81 + 89 + 2×81) / 4 = 83.
+	d := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) { a.DominantResourceWeight = 2 }), nil, clk.now)
+	d.cache.setMetric("cool", metric("cool", t0, "1", "10Gi"))
+	if s := score(t, d, pod, cool); s != 83 {
+		t.Errorf("with dominantResourceWeight 2: score = %d, want 83", s)
+	}
+}
+
+// Koordinator's prodUsageIncludeSys: prod usage counts the system's too.
+func TestProdUsageIncludeSys(t *testing.T) {
+	clk := &clock{t0}
+	m := metric("n1", t0, "5", "10Gi", podMetric("prod", "2", "2Gi", extension.PriorityProd))
+	m.Status.NodeMetric.SystemUsage = slov1alpha1.ResourceMap{ResourceList: rl("1500m", "1Gi")}
+	for _, include := range []bool{false, true} {
+		p := newPlugin(defaultArgs(t, func(a *configv1.LoadAwareSchedulingArgs) { a.ProdUsageIncludeSys = include }), nil, clk.now)
+		p.cache.setMetric("n1", m)
+		want := int64(2000)
+		if include {
+			want = 3500
+		}
+		if got := p.cache.estimate("n1").get(0, prodUsage); got != want {
+			t.Errorf("prodUsageIncludeSys %v: prod cpu %dm, want %dm", include, got, want)
+		}
+	}
 }
 
 // recorderHandle is a Handle whose only working part is its event recorder.

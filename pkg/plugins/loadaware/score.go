@@ -33,14 +33,19 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 // score is Score's value for a node with a fresh estimate, podEst being the
 // pod's estimate with what the node's reservations hold against it.
 func (p *Plugin) score(s *podState, est *nodeEstimate, podEst vector, alloc basis) int64 {
-	if p.weightSum == 0 {
+	dominantWeight := p.args.DominantResourceWeight
+	if p.weightSum+dominantWeight == 0 {
 		return 0
 	}
 	usage := scoreUsage
 	if s.prod && p.args.ScoreAccordingProdUsage {
 		usage = prodUsage
 	}
+	mostUsed := p.args.ScoringStrategy == config.MostUsed
 	var total int64
+	// dominant is the score of the weighted resource the node uses most
+	// of, which Koordinator's dominantResourceWeight weighs on top.
+	dominant := int64(-1)
 	for i, w := range p.weights {
 		if w == 0 {
 			continue
@@ -51,12 +56,24 @@ func (p *Plugin) score(s *podState, est *nodeEstimate, podEst vector, alloc basi
 		}
 		used := min(est.get(i, usage)+podEst[i], a)
 		score := (a - used) * fwk.MaxNodeScore / a
-		if p.args.ScoringStrategy == config.MostUsed {
+		if mostUsed {
 			score = used * fwk.MaxNodeScore / a
 		}
 		total += score * w
+		if dominant < 0 || (!mostUsed && score < dominant) || (mostUsed && score > dominant) {
+			dominant = score
+		}
 	}
-	return total / p.weightSum
+	if dominantWeight > 0 {
+		if dominant < 0 {
+			dominant = fwk.MaxNodeScore
+			if mostUsed {
+				dominant = 0
+			}
+		}
+		total += dominant * dominantWeight
+	}
+	return total / (p.weightSum + dominantWeight)
 }
 
 // ScoreExtensions is nil: scores are already 0–100.
