@@ -46,6 +46,15 @@ const (
 	// Koordinator's resource amplification ({"cpu": "32", "memory": "64Gi"}):
 	// LoadAwareScheduling measures usage against it, as Koordinator does.
 	AnnotationNodeRawAllocatable = NodeDomainPrefix + "raw-allocatable"
+	// AnnotationNodeColocationStrategy is a node's own colocation-config
+	// fields ({"cpuReclaimThresholdPercent": 70}), laid over the ConfigMap's.
+	AnnotationNodeColocationStrategy = NodeDomainPrefix + "colocation-strategy"
+	// LabelCPUReclaimRatio and the three labels after it set one field of the
+	// node's colocation strategy, as a ratio ("0.7" is 70 %).
+	LabelCPUReclaimRatio              = NodeDomainPrefix + "cpu-reclaim-ratio"
+	LabelMemoryReclaimRatio           = NodeDomainPrefix + "memory-reclaim-ratio"
+	LabelMidStaticCPUReservedRatio    = NodeDomainPrefix + "mid-static-cpu-reserved-ratio"
+	LabelMidStaticMemoryReservedRatio = NodeDomainPrefix + "mid-static-memory-reserved-ratio"
 	// LabelNodeCPUBindPolicy makes every integer-CPU pod on the node bind CPUs.
 	LabelNodeCPUBindPolicy = NodeDomainPrefix + "cpu-bind-policy"
 	// LabelNodeNUMAAllocateStrategy overrides NodeNUMAResource's

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +18,7 @@ import (
 
 	kjson "sigs.k8s.io/json"
 
+	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/pkg/compat"
 )
@@ -116,6 +119,32 @@ func DefaultColocation() Colocation {
 	}
 }
 
+// clone is a copy that shares nothing with c: decoding a node's fields over
+// it must not write through c's pointers into the cluster's strategy.
+func (c Colocation) clone() Colocation {
+	out := c
+	out.MetricAggregatePolicy = c.MetricAggregatePolicy.DeepCopy()
+	if c.MetricMemoryCollectPolicy != nil {
+		v := *c.MetricMemoryCollectPolicy
+		out.MetricMemoryCollectPolicy = &v
+	}
+	if c.BatchCPUThresholdPercent != nil {
+		v := *c.BatchCPUThresholdPercent
+		out.BatchCPUThresholdPercent = &v
+	}
+	if c.BatchMemoryThresholdPercent != nil {
+		v := *c.BatchMemoryThresholdPercent
+		out.BatchMemoryThresholdPercent = &v
+	}
+	if c.Extensions != nil {
+		out.Extensions = make(map[string]any, len(c.Extensions))
+		for k, v := range c.Extensions {
+			out.Extensions[k] = v
+		}
+	}
+	return out
+}
+
 func (c Colocation) DegradeAfter() time.Duration {
 	return time.Duration(c.DegradeTimeMinutes) * time.Minute
 }
@@ -188,6 +217,60 @@ func (c Config) ColocationFor(nodeLabels map[string]string) Colocation {
 		}
 	}
 	return c.Colocation
+}
+
+// ColocationForNode is ColocationFor the node's labels, with the node's own
+// settings laid over it as Koordinator lays them: the annotation
+// node.koordinator.sh/colocation-strategy (colocation-config fields), then
+// the ratio labels (cpu-reclaim-ratio, memory-reclaim-ratio,
+// mid-static-cpu-reserved-ratio, mid-static-memory-reserved-ratio; "0.7" is
+// 70 %). A malformed one, or one that makes the strategy invalid, is left
+// out, and the error names it.
+func (c Config) ColocationForNode(node *corev1.Node) (Colocation, error) {
+	out := c.ColocationFor(node.Labels).clone()
+	var errs []error
+	if raw, ok := node.Annotations[extension.AnnotationNodeColocationStrategy]; ok {
+		next := out.clone()
+		unknown, err := decodeOver([]byte(raw), &next)
+		if err == nil {
+			err = next.validate()
+		}
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("annotation %s: %w", extension.AnnotationNodeColocationStrategy, err))
+		default:
+			out = next
+			if len(unknown) > 0 {
+				errs = append(errs, fmt.Errorf("annotation %s: %s (ignored)", extension.AnnotationNodeColocationStrategy, strings.Join(unknown, ", ")))
+			}
+		}
+	}
+	for _, l := range []struct {
+		key   string
+		field *int64
+	}{
+		{extension.LabelCPUReclaimRatio, &out.CPUReclaimThresholdPercent},
+		{extension.LabelMemoryReclaimRatio, &out.MemoryReclaimThresholdPercent},
+		{extension.LabelMidStaticCPUReservedRatio, &out.MidStaticCPUReservedPercent},
+		{extension.LabelMidStaticMemoryReservedRatio, &out.MidStaticMemoryReservedPercent},
+	} {
+		v, ok := node.Labels[l.key]
+		if !ok {
+			continue
+		}
+		ratio, err := strconv.ParseFloat(v, 64)
+		if err != nil || ratio < 0 {
+			errs = append(errs, fmt.Errorf("label %s: %q is not a ratio of 0 or more", l.key, v))
+			continue
+		}
+		prev := *l.field
+		*l.field = int64(ratio * 100)
+		if err := out.validate(); err != nil {
+			*l.field = prev
+			errs = append(errs, fmt.Errorf("label %s: %w", l.key, err))
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // Default is the configuration when the ConfigMap does not exist.
@@ -441,8 +524,7 @@ func parseColocation(raw string, cfg *Config) ([]string, error) {
 		return nil, fmt.Errorf("nodeConfigs: %w", err)
 	}
 	for i, e := range entries {
-		nc := nodeColocation{colocation: cfg.Colocation}
-		nc.colocation.MetricAggregatePolicy = cfg.Colocation.MetricAggregatePolicy.DeepCopy()
+		nc := nodeColocation{colocation: cfg.Colocation.clone()}
 		name, selector, rest, err := profile(e)
 		if err != nil {
 			return nil, fmt.Errorf("nodeConfigs[%d]: %w", i, err)

@@ -254,3 +254,45 @@ func TestKeysStandAlone(t *testing.T) {
 		t.Errorf("resource-threshold-config failed: the node strategy in force (40) must stay, got %d", *th.CPUSuppressThresholdPercent)
 	}
 }
+
+// A nodeConfigs entry's fields are its own: they must not write through into
+// the cluster strategy (batchCPUThresholdPercent is a pointer).
+func TestNodeConfigsDoNotLeak(t *testing.T) {
+	cfg, err := Parse(cm(map[string]string{ColocationKey: `{"enable":true,"batchCPUThresholdPercent":50,
+		"nodeConfigs":[{"nodeSelector":{"matchLabels":{"a":"b"}},"batchCPUThresholdPercent":80}]}`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *cfg.ColocationFor(map[string]string{"a": "b"}).BatchCPUThresholdPercent; got != 80 {
+		t.Errorf("node: %d, want 80", got)
+	}
+	if got := *cfg.Colocation.BatchCPUThresholdPercent; got != 50 {
+		t.Errorf("cluster: %d, want 50", got)
+	}
+}
+
+// Koordinator's per-node settings: the colocation-strategy annotation, then
+// the ratio labels; a malformed one is left out and named.
+func TestColocationForNode(t *testing.T) {
+	cfg, err := Parse(cm(map[string]string{ColocationKey: `{"enable":true,"cpuReclaimThresholdPercent":60,"batchCPUThresholdPercent":50}`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1",
+		Annotations: map[string]string{"node.koordinator.sh/colocation-strategy": `{"memoryReclaimThresholdPercent":50,"batchCPUThresholdPercent":70}`},
+		Labels:      map[string]string{"node.koordinator.sh/cpu-reclaim-ratio": "0.8", "node.koordinator.sh/memory-reclaim-ratio": "lots"}}}
+	c, err := cfg.ColocationForNode(node)
+	if c.CPUReclaimThresholdPercent != 80 || c.MemoryReclaimThresholdPercent != 50 || *c.BatchCPUThresholdPercent != 70 {
+		t.Errorf("node strategy: %+v", c)
+	}
+	if err == nil || !strings.Contains(err.Error(), "label node.koordinator.sh/memory-reclaim-ratio") {
+		t.Errorf("error %v, want the malformed label named", err)
+	}
+	if *cfg.Colocation.BatchCPUThresholdPercent != 50 {
+		t.Error("the node's annotation wrote through into the cluster strategy")
+	}
+	node.Annotations["node.koordinator.sh/colocation-strategy"] = `{"degradeTimeMinutes":0}`
+	if c, err := cfg.ColocationForNode(node); err == nil || c.DegradeTimeMinutes != 15 {
+		t.Errorf("an invalid annotation must be left out and named: %+v, %v", c, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,10 +63,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	colocation := r.Config.Get(ctx).ColocationFor(node.Labels)
+	colocation, err := r.Config.Get(ctx).ColocationForNode(&node)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Ignoring the node's own colocation settings that do not apply", "node", node.Name)
+	}
 	want := Spec(colocation)
 	var nm slov1alpha1.NodeMetric
-	err := r.Client.Get(ctx, req.NamespacedName, &nm)
+	err = r.Client.Get(ctx, req.NamespacedName, &nm)
 	if apierrors.IsNotFound(err) {
 		// Another replica's create, just before a handover: the next event brings us back.
 		return reconcile.Result{}, client.IgnoreAlreadyExists(r.Client.Create(ctx, New(&node, colocation)))
@@ -83,8 +87,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		// A node's labels pick its nodeConfigs entry.
-		For(&corev1.Node{}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		// A node's labels pick its nodeConfigs entry; they and its
+		// colocation-strategy annotation override the entry's fields.
+		For(&corev1.Node{}, builder.WithPredicates(predicate.Or[client.Object](predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// Only spec changes of NodeMetric matter here; koordlet's status updates do not.
 		Watches(&slov1alpha1.NodeMetric{}, handler.EnqueueRequestsFromMapFunc(index.SameName),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).

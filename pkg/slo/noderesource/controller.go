@@ -63,7 +63,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	cfg := r.Config.Get(ctx).ColocationFor(node.Labels)
+	cfg, err := r.Config.Get(ctx).ColocationForNode(&node)
+	if err != nil {
+		logger.Error(err, "Ignoring the node's own colocation settings that do not apply", "node", node.Name)
+	}
 	have := current(&node)
 	if !cfg.Enable {
 		if have == nil {
@@ -216,9 +219,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-				// Labels pick the node's nodeConfigs entry.
+				// Labels pick the node's nodeConfigs entry, and they and the
+				// colocation-strategy annotation override its fields.
 				return !equalResources(o.Status.Allocatable, n.Status.Allocatable) || !equalResources(o.Status.Capacity, n.Status.Capacity) ||
-					!maps.Equal(o.Labels, n.Labels)
+					!maps.Equal(o.Labels, n.Labels) ||
+					o.Annotations[extension.AnnotationNodeColocationStrategy] != n.Annotations[extension.AnnotationNodeColocationStrategy]
 			},
 		})).
 		Watches(&slov1alpha1.NodeMetric{}, handler.EnqueueRequestsFromMapFunc(index.SameName)).
