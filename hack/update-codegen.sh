@@ -42,9 +42,11 @@ tool controller-gen crd:crdVersions=v1,maxDescLen=0,generateEmbeddedObjectMeta=t
 tool controller-gen crd:crdVersions=v1 paths=./apis/schedulingsigs/... output:crd:artifacts:config=manifests/crds
 
 # Third-party CRDs Koord reads when asked (topologySource: NodeResourceTopology),
-# generated from the Go types of the module Koord builds against.
+# generated from the Go types of the module Koord builds against. The NRT CRD
+# serves v1alpha1 (what Koordinator's koordlet writes) and v1alpha2.
 rm -f manifests/thirdparty/*.yaml
 tool controller-gen crd:crdVersions=v1 \
+	paths=github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha1 \
 	paths=github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2 \
 	paths=sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1 \
 	output:crd:artifacts:config=manifests/thirdparty

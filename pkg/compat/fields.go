@@ -104,8 +104,8 @@ var Fields = []Field{
 	{NodeAnnotation, "node.koordinator.sh/resource-amplification-ratio", "", NotActedOn,
 		"Koord does not amplify allocatable; on a node Koordinator amplified, LoadAwareScheduling uses raw-allocatable, NodeNUMAResource does not scale cpuset pods"},
 	{NodeAnnotation, "node.koordinator.sh/be-cpu-shared-pools", "", NotActedOn, "koordlet works out BE CPUs itself (BE CPU suppression)"},
-	{NodeAnnotation, "NodeResourceTopology topology.node.k8s.io/v1alpha1", "", NotActedOn,
-		"topologySource NodeResourceTopology reads v1alpha2, which Koord's koordlet writes; Koordinator's koordlet writes v1alpha1"},
+	{NodeAnnotation, "NodeResourceTopology topology.node.k8s.io/v1alpha1", "", Supported,
+		"what Koordinator's koordlet writes: the shipped CRD serves v1alpha1 beside v1alpha2, which koord-scheduler reads"},
 
 	// koord-scheduler's plugin args (KubeSchedulerConfiguration pluginConfig).
 	{LoadAwareArgs, "estimator", "", Supported, "only Koordinator's default estimator exists; another name is an error"},
