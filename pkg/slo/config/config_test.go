@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -295,4 +296,29 @@ func TestColocationForNode(t *testing.T) {
 	if c, err := cfg.ColocationForNode(node); err == nil || c.DegradeTimeMinutes != 15 {
 		t.Errorf("an invalid annotation must be left out and named: %+v, %v", c, err)
 	}
+}
+
+// A node's colocation settings come from whoever can write the Node: any
+// value gives a valid strategy or an error, never a panic, and never
+// touches the cluster's.
+func FuzzColocationForNode(f *testing.F) {
+	f.Add(`{"cpuReclaimThresholdPercent":70}`, "0.8")
+	f.Add(`{"batchCPUThresholdPercent":-1}`, "-1")
+	f.Add(`{"extensions":{"a":1},"metricAggregatePolicy":{"durations":["5m"]}}`, "x")
+	cfg, err := Parse(cm(map[string]string{ColocationKey: `{"enable":true,"batchCPUThresholdPercent":50,"metricAggregatePolicy":{"durations":["10m"]}}`}))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, annotation, ratio string) {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n",
+			Annotations: map[string]string{"node.koordinator.sh/colocation-strategy": annotation},
+			Labels:      map[string]string{"node.koordinator.sh/cpu-reclaim-ratio": ratio}}}
+		c, _ := cfg.ColocationForNode(node)
+		if err := c.validate(); err != nil {
+			t.Fatalf("an invalid node strategy: %v", err)
+		}
+		if *cfg.Colocation.BatchCPUThresholdPercent != 50 || cfg.Colocation.MetricAggregatePolicy.Durations[0].Duration != 10*time.Minute {
+			t.Fatal("the node's settings changed the cluster's")
+		}
+	})
 }
