@@ -34,6 +34,8 @@ const (
 	// NodeAnnotation entries name an annotation (or object) Koordinator's
 	// components write on or for a node.
 	NodeAnnotation = "Node annotation"
+	// SchedulerPlugin entries name a Koordinator scheduler plugin.
+	SchedulerPlugin = "Scheduler plugin"
 	// Plugin args of koord-scheduler's profiles.
 	LoadAwareArgs   = "LoadAwareSchedulingArgs"
 	ReservationArgs = "ReservationArgs"
@@ -123,6 +125,17 @@ var Fields = []Field{
 	{ReservationArgs, "ignoredResources", "", NotActedOn, ""},
 	{ReservationArgs, "ignoredResourceGroups", "", NotActedOn, ""},
 	{ReservationArgs, "reservationSelectorIndex", "", NotActedOn, ""},
+
+	// Koordinator's scheduler plugins Koord does not have: a profile that
+	// enables them loads, without them (koord_scheduler_plugin_not_implemented).
+	{SchedulerPlugin, "Coscheduling", "", NotActedOn, "gang scheduling: not yet (PodGroup objects are accepted)"},
+	{SchedulerPlugin, "ElasticQuota", "", NotActedOn, "elastic quotas: not yet (ElasticQuota objects are accepted)"},
+	{SchedulerPlugin, "DeviceShare", "", NotActedOn, "GPU and RDMA device sharing"},
+	{SchedulerPlugin, "DefaultPreBind", "", NotActedOn, "kube-scheduler's own pre-bind applies"},
+	{SchedulerPlugin, "NodeResourcesFitPlus", "", NotActedOn, ""},
+	{SchedulerPlugin, "ScarceResourceAvoidance", "", NotActedOn, ""},
+	{SchedulerPlugin, "SchedulingHint", "", NotActedOn, ""},
+	{SchedulerPlugin, "Reservation at postFilter", "", NotActedOn, "reservations do not preempt"},
 
 	// Reservation: what koord-scheduler places and keeps.
 	{Reservation, "spec.preAllocation", "", NotActedOn, "a reservation is placed only on free resources, never on what running pods hold"},

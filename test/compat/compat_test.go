@@ -21,6 +21,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -127,6 +128,32 @@ var corpus = map[string]expectation{
 	"repo-sample-reservation.yaml": {check: reservationLoads("reservation-sample")},
 	"docs-reservation.yaml":        {check: reservationLoads("reservation-demo")},
 	"docs-reservation-big.yaml":    {check: reservationLoads("reservation-demo-big")},
+	// Koordinator's own koord-scheduler configuration: it enables plugins
+	// Koord does not have (Coscheduling, ElasticQuota, DeviceShare, ...),
+	// which are left out and named; the rest schedules pods.
+	"repo-manager-scheduler-config.yaml": {check: func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
+		cm, err := cp.Client.CoreV1().ConfigMaps("system").Get(ctx, "scheduler-config", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sched, err := cp.StartScheduler(ctx, []byte(cm.Data["koord-scheduler-config"]))
+		if err != nil {
+			t.Fatalf("koord-scheduler refuses Koordinator's configuration: %v", err)
+		}
+		t.Cleanup(sched.Stop)
+		if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "sched-node", CPU: "8", Memory: "16Gi"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cp.ReportNodeMetric(ctx, "sched-node", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "koordinator-config-pod", CPU: "1", Memory: "1Gi", SchedulerName: "koord-scheduler"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.WaitForPodBound(ctx, "default", "koordinator-config-pod", time.Minute); err != nil {
+			t.Errorf("not scheduled under Koordinator's configuration: %v", err)
+		}
+	}},
 	"docs-podgroup.yaml": {check: func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
 		pg, err := cp.Koord.SchedulingSigsV1alpha1().PodGroups("default").Get(ctx, "gang-example", metav1.GetOptions{})
 		if err != nil || pg.Spec.MinMember != 2 || *pg.Spec.ScheduleTimeoutSeconds != 100 {

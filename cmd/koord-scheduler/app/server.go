@@ -75,7 +75,16 @@ KubeSchedulerConfiguration (--config), exactly as they configure kube-scheduler.
 		}
 		legacyregistry.Registerer().MustRegister(features.ReportNotImplemented(klog.Background(), utilfeature.DefaultFeatureGate))
 		if f := c.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
-			return ValidateConfigFile(f.Value.String())
+			// A Koordinator configuration loads as it is: what Koord
+			// does not have is left out, and named.
+			path, err := adaptConfigFile(f.Value.String())
+			if err != nil {
+				return err
+			}
+			if err := c.Flags().Set("config", path); err != nil {
+				return err
+			}
+			return ValidateConfigFile(path)
 		}
 		return nil
 	}
@@ -102,6 +111,10 @@ func ValidateConfigFile(path string) error {
 // Setup prepares an in-process koord-scheduler from a config file, with the
 // same registry and validation as the binary. Tests and the demo use it.
 func Setup(ctx context.Context, configFile string, extra ...kubeschedulerapp.Option) (func(context.Context) error, error) {
+	configFile, err := adaptConfigFile(configFile)
+	if err != nil {
+		return nil, err
+	}
 	if err := ValidateConfigFile(configFile); err != nil {
 		return nil, err
 	}
