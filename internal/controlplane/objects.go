@@ -58,13 +58,26 @@ func (cp *ControlPlane) CreateNode(ctx context.Context, spec NodeSpec) (*corev1.
 	if err != nil {
 		return nil, err
 	}
-	// Status is a subresource: the create above drops it.
-	created.Status = node.Status
-	created.Status.Conditions = []corev1.NodeCondition{{
-		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-	}}
-	return cp.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	// Status is a subresource: the create above drops it. A running
+	// koord-manager may write the node's status meanwhile (its batch
+	// resources): on a conflict, again over the newer object.
+	var out *corev1.Node
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		created.Status.Capacity, created.Status.Allocatable = node.Status.Capacity.DeepCopy(), node.Status.Allocatable.DeepCopy()
+		created.Status.Phase = node.Status.Phase
+		created.Status.Conditions = []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+		}}
+		var err error
+		if out, err = cp.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); apierrors.IsConflict(err) {
+			if latest, getErr := cp.Client.CoreV1().Nodes().Get(ctx, created.Name, metav1.GetOptions{}); getErr == nil {
+				created = latest
+			}
+		}
+		return err
+	})
+	return out, err
 }
 
 // PodSpec describes a single-container pod.

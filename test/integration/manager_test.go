@@ -11,9 +11,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
@@ -98,6 +100,31 @@ func TestManagerBatchResources(t *testing.T) {
 	// memory: 100Gi × 65 % − system 10Gi − web 10Gi = 45Gi. web is measured, so its
 	// 4-core request does not count.
 	waitBatch(t, ctx, cp, "m1", 3000, 45<<30)
+
+	// A Koordinator koordlet's report carries fields Koord does not act on
+	// (prodPeakMetric): reported once, as an Event on the NodeMetric.
+	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "m2", CPU: "4", Memory: "8Gi"}); err != nil {
+		t.Fatal(err)
+	}
+	err = retry.OnError(retry.DefaultRetry, func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }, func() error {
+		nms := cp.Koord.SloV1alpha1().NodeMetrics()
+		nm, err := nms.Get(ctx, "m2", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			nm, err = nms.Create(ctx, &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "m2"}}, metav1.CreateOptions{})
+		}
+		if err != nil {
+			return err
+		}
+		nm.Status = slov1alpha1.NodeMetricStatus{UpdateTime: &metav1.Time{Time: time.Now()},
+			NodeMetric:     &slov1alpha1.NodeMetricInfo{NodeUsage: slov1alpha1.ResourceMap{ResourceList: nodeUsage}},
+			ProdPeakMetric: &slov1alpha1.PeakMetric{Resource: slov1alpha1.ResourceMap{ResourceList: nodeUsage}}}
+		_, err = nms.UpdateStatus(ctx, nm, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEventIn(t, ctx, cp, "default", "UnsupportedField", "NodeMetric sets status.prodPeakMetric")
 
 	nm, err := cp.Koord.SloV1alpha1().NodeMetrics().Get(ctx, "m1", metav1.GetOptions{})
 	if err != nil || nm.Spec.CollectPolicy == nil || *nm.Spec.CollectPolicy.ReportIntervalSeconds != 60 {
@@ -269,9 +296,15 @@ func TestManagerBinaryWithShippedRBAC(t *testing.T) {
 // waitEvent waits for an Event in koord-system with the reason and a message containing text.
 func waitEvent(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, reason, text string) {
 	t.Helper()
+	waitEventIn(t, ctx, cp, "koord-system", reason, text)
+}
+
+// waitEventIn waits for an Event in namespace with the reason and a message containing text.
+func waitEventIn(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, namespace, reason, text string) {
+	t.Helper()
 	var last []string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		evs, err := cp.Client.CoreV1().Events("koord-system").List(ctx, metav1.ListOptions{})
+		evs, err := cp.Client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}

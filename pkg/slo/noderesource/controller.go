@@ -44,6 +44,9 @@ type Reconciler struct {
 	// process; after a restart the first reconcile of a node compares only
 	// amounts, so a restart does not rewrite every node at once.
 	lastWrite map[string]time.Time
+	// reported are the NodeMetrics whose fields were reported
+	// (reportFields), by node.
+	reported map[string]types.UID
 }
 
 func (r *Reconciler) now() time.Time {
@@ -81,9 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	switch err := r.Client.Get(ctx, types.NamespacedName{Name: node.Name}, &nm); {
 	case err == nil:
 		metric = &nm
-		if r.Reporter != nil {
-			r.Reporter.NotActedOn(&nm, compat.NodeMetric, compat.NotActedOnIn(compat.NodeMetric, &nm))
-		}
+		r.reportFields(&nm)
 	case !apierrors.IsNotFound(err):
 		return reconcile.Result{}, err
 	}
@@ -198,6 +199,26 @@ func (r *Reconciler) write(ctx context.Context, node *corev1.Node, b *Offer) err
 	return nil
 }
 
+// reportFields reports the NodeMetric's fields Koord does not act on, once
+// per object after its first report: every report has the same fields, and
+// reading a whole NodeMetric at each one would cost more than the rest of
+// the reconcile.
+func (r *Reconciler) reportFields(nm *slov1alpha1.NodeMetric) {
+	if r.Reporter == nil || nm.Status.UpdateTime == nil {
+		return
+	}
+	r.mu.Lock()
+	if r.reported == nil {
+		r.reported = map[string]types.UID{}
+	}
+	done := r.reported[nm.Name] == nm.UID
+	r.reported[nm.Name] = nm.UID
+	r.mu.Unlock()
+	if !done {
+		r.Reporter.NotActedOn(nm, compat.NodeMetric, compat.NotActedOnIn(compat.NodeMetric, nm))
+	}
+}
+
 func (r *Reconciler) remember(node string, t time.Time) {
 	if r.lastWrite == nil {
 		r.lastWrite = map[string]time.Time{}
@@ -209,6 +230,7 @@ func (r *Reconciler) forget(node string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.lastWrite, node)
+	delete(r.reported, node)
 }
 
 // SetupWithManager watches Nodes (created, or allocatable changed: kubelet's
