@@ -22,7 +22,7 @@ their own names. A field is in one of three states:
 - **supported**: it does what it does in Koordinator;
 - **accepted, not acted on**: it is accepted and kept, and when set it is
   reported once per object: a Warning Event (reason ` + "`" + ReasonNotActedOn + "`" + `) on the
-  object and the ` + "`koord_<component>_unsupported_field{object,field}`" + ` metric;
+  object and the ` + "`koord_<component>_unsupported_field{object,field,reason}`" + ` metric;
 - **differs**: Koord acts on it by a different rule, said below.
 
 A field no Koordinator version knows (a typo) is ignored and reported the same
