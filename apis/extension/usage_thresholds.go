@@ -30,13 +30,8 @@ type CustomUsageThresholds struct {
 var aggregationTypes = map[string]bool{"avg": true, "p50": true, "p90": true, "p95": true, "p99": true}
 
 func validatePercentages(field string, m map[corev1.ResourceName]int64) error {
-	names := make([]string, 0, len(m))
-	for name := range m {
-		names = append(names, string(name))
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if v := m[corev1.ResourceName(name)]; v < 0 || v > 100 {
+	for _, name := range SortedResourceNames(m) {
+		if v := m[name]; v < 0 || v > 100 {
 			return fmt.Errorf("%s.%s: %d is not a percentage in [0, 100]", field, name, v)
 		}
 	}
@@ -98,7 +93,7 @@ func GetCustomEstimatedScalingFactors(annotations map[string]string) (map[corev1
 	if err := decodeJSON(v, &factors); err != nil {
 		return nil, annotationError(AnnotationCustomEstimatedScalingFactors, err)
 	}
-	for _, name := range sortedResourceNames(factors) {
+	for _, name := range SortedResourceNames(factors) {
 		if f := factors[name]; f < 0 || f > MaxEstimatedScalingFactor {
 			return nil, annotationError(AnnotationCustomEstimatedScalingFactors, fmt.Errorf("%s: %d is not within 0-%d", name, f, MaxEstimatedScalingFactor))
 		}
@@ -121,7 +116,9 @@ func GetCustomEstimatedSecondsAfterPodScheduled(annotations map[string]string) (
 	return n, nil
 }
 
-func sortedResourceNames(m map[corev1.ResourceName]int64) []corev1.ResourceName {
+// SortedResourceNames are m's keys in order, so that errors and vectors
+// built from a map come out the same every time.
+func SortedResourceNames(m map[corev1.ResourceName]int64) []corev1.ResourceName {
 	names := make([]corev1.ResourceName, 0, len(m))
 	for n := range m {
 		names = append(names, n)

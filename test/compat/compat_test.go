@@ -7,11 +7,7 @@
 package compat
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,16 +16,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/pkg/compat"
@@ -295,56 +285,22 @@ func notActedOn(o *unstructured.Unstructured) ([]string, error) {
 }
 
 // apply creates every object of the file with strict field validation, as
-// kubectl does by default: a field the CRD schema lacks is an error.
+// kubectl does by default: a field the CRD schema lacks is an error. Each is
+// deleted when the test ends: the next file may hold the same object.
 func apply(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, path string) []*unstructured.Unstructured {
 	t.Helper()
 	manifest, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
+	objs, err := cp.CreateStrict(ctx, manifest)
+	t.Cleanup(func() {
+		if err := cp.Delete(context.Background(), objs...); err != nil {
+			t.Error(err)
+		}
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("kubectl would refuse it: %v", err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	dyn, err := dynamic.NewForConfig(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*unstructured.Unstructured
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
-			t.Fatal(err)
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
-		gvk := obj.GroupVersionKind()
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Fatalf("%s %s: %v", gvk.Kind, obj.GetName(), err)
-		}
-		ri := dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
-		created, err := ri.Create(ctx, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
-		if err != nil {
-			t.Fatalf("kubectl would refuse %s %s: %v", gvk.Kind, obj.GetName(), err)
-		}
-		created.SetGroupVersionKind(gvk)
-		out = append(out, created)
-		// The next file may hold the same object: each starts afresh.
-		t.Cleanup(func() {
-			if err := ri.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Error(err)
-			}
-		})
-	}
+	return objs
 }

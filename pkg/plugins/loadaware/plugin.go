@@ -140,10 +140,10 @@ func newPlugin(args *config.LoadAwareSchedulingArgs, h fwk.Handle, now func() ti
 	}
 	addAll(corev1.ResourceCPU, corev1.ResourceMemory)
 	for _, m := range []map[corev1.ResourceName]int64{args.ResourceWeights, args.UsageThresholds, args.ProdUsageThresholds} {
-		addAll(sortedNames(m)...)
+		addAll(extension.SortedResourceNames(m)...)
 	}
 	if args.Aggregated != nil {
-		addAll(sortedNames(args.Aggregated.UsageThresholds)...)
+		addAll(extension.SortedResourceNames(args.Aggregated.UsageThresholds)...)
 	}
 	p := &Plugin{
 		handle:     h,

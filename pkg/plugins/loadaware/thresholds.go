@@ -2,7 +2,6 @@ package loadaware
 
 import (
 	"context"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,15 +10,6 @@ import (
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
-
-func sortedNames(m map[corev1.ResourceName]int64) []corev1.ResourceName {
-	names := make([]corev1.ResourceName, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-	return names
-}
 
 // nodeThresholds are a node's own thresholds, aligned with Plugin.resources,
 // and the aggregation its usage thresholds apply to (none: the args').
