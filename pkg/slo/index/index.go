@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -55,9 +54,6 @@ func Is(key types.NamespacedName) predicate.Predicate {
 		return o.GetName() == key.Name && o.GetNamespace() == key.Namespace
 	})
 }
-
-// Never drops update events (for controllers that care only that a node exists).
-func Never(event.UpdateEvent) bool { return false }
 
 // OwnedBy makes a per-node object go when its node goes.
 func OwnedBy(node *corev1.Node) metav1.OwnerReference {
