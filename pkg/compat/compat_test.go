@@ -171,6 +171,19 @@ func TestReporter(t *testing.T) {
 	if n := testutil.CollectAndCount(reg, "koord_test_unsupported_field"); n != 2 {
 		t.Errorf("metric series: %d, want 2", n)
 	}
+	// A new object under the same name is reported afresh, and so is one
+	// forgotten (deleted).
+	cm2 := cm.DeepCopy()
+	cm2.UID = "u1-again"
+	r.NotActedOn(cm2, compat.SLOControllerConfig, []string{"host-application-config"})
+	r.Forget(compat.SLOControllerConfig, "koord-system", "slo-controller-config")
+	r.NotActedOn(cm2, compat.SLOControllerConfig, []string{"host-application-config"})
+	if len(rec.Events) != 2 {
+		t.Errorf("want 2 more events (new UID, then forgotten), got %d", len(rec.Events))
+	}
+	for len(rec.Events) > 0 {
+		<-rec.Events
+	}
 	// A second reporter of the component shares the metric.
 	compat.NewReporter("test", rec, reg).NotActedOn(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{UID: "u2"}}, compat.SLOControllerConfig, []string{"cpu-normalization-config"})
 	if n := testutil.CollectAndCount(reg, "koord_test_unsupported_field"); n != 3 {

@@ -25,9 +25,19 @@ type Reporter struct {
 	recorder record.EventRecorder
 	metric   *prometheus.GaugeVec
 
-	mu   sync.Mutex
-	seen map[types.UID]map[string]bool
+	mu sync.Mutex
+	// seen is what was reported, by object (kind/namespace/name): the
+	// object's UID, so that a new object of the same name is reported
+	// afresh, and its reported fields.
+	seen map[string]seenObject
 }
+
+type seenObject struct {
+	uid    types.UID
+	fields map[string]bool
+}
+
+func objectKey(object, namespace, name string) string { return object + "/" + namespace + "/" + name }
 
 // NewReporter makes the Reporter of a component ("manager", "scheduler",
 // "koordlet"); its metric is registered on reg when reg is not nil.
@@ -38,7 +48,7 @@ func NewReporter(component string, recorder record.EventRecorder, reg prometheus
 			Name: "koord_" + component + "_unsupported_field",
 			Help: "Set to 1 for each Koordinator field an object carries that Koord keeps but does not act on (reason not_acted_on), or that no Koordinator version knows (reason unknown).",
 		}, []string{"object", "field", "reason"}),
-		seen: map[types.UID]map[string]bool{},
+		seen: map[string]seenObject{},
 	}
 	if reg != nil {
 		// A second Reporter of the component in one process (tests run
@@ -74,17 +84,18 @@ func (r *Reporter) report(obj runtime.Object, object string, fields []string, re
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	seen := r.seen[m.GetUID()]
+	k := objectKey(object, m.GetNamespace(), m.GetName())
+	seen, ok := r.seen[k]
+	if !ok || seen.uid != m.GetUID() {
+		seen = seenObject{uid: m.GetUID(), fields: map[string]bool{}}
+		r.seen[k] = seen
+	}
 	for _, f := range fields {
 		key := reason + "/" + f
-		if seen[key] {
+		if seen.fields[key] {
 			continue
 		}
-		if seen == nil {
-			seen = map[string]bool{}
-			r.seen[m.GetUID()] = seen
-		}
-		seen[key] = true
+		seen.fields[key] = true
 		r.metric.WithLabelValues(object, f, reason).Set(1)
 		klog.InfoS("Koordinator field not acted on", "object", object, "name", klog.KObj(m), "field", f, "reason", reason)
 		if r.recorder != nil {
@@ -94,8 +105,8 @@ func (r *Reporter) report(obj runtime.Object, object string, fields []string, re
 }
 
 // Forget drops what was reported for a deleted object.
-func (r *Reporter) Forget(uid types.UID) {
+func (r *Reporter) Forget(object, namespace, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.seen, uid)
+	delete(r.seen, objectKey(object, namespace, name))
 }

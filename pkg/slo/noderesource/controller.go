@@ -62,6 +62,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &node); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.Name)
+			if r.Reporter != nil {
+				r.Reporter.Forget(compat.NodeMetric, "", req.Name)
+			}
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err

@@ -72,6 +72,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var res schedulingv1alpha1.Reservation
 	if err := r.Client.Get(ctx, req.NamespacedName, &res); err != nil {
 		// A deleted reservation's placeholder goes with it (owner reference).
+		if apierrors.IsNotFound(err) && r.Reporter != nil {
+			r.Reporter.Forget(compat.Reservation, req.Namespace, req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if r.Reporter != nil {
