@@ -86,12 +86,19 @@ var _ = Describe("reservation", Label("reservation"), func() {
 			g.Expect(got.Status.Phase).To(Equal(schedulingv1alpha1.ReservationAvailable), "conditions %+v", got.Status.Conditions)
 			g.Expect(got.Status.NodeName).To(Equal(realNode))
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
-		// The placeholder was placed and removed without ever running.
-		pods, err := kube.CoreV1().Pods(koordNS).List(ctx, metav1.ListOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		for _, p := range pods.Items {
-			Expect(p.Annotations).NotTo(HaveKey("scheduling.koordinator.sh/reservation-placeholder"), "placeholder %s left", p.Name)
-		}
+		// The placeholder is removed without ever running: koord-scheduler
+		// deletes it right after making the reservation Available, so it
+		// may still be seen an instant, but never bound to a node.
+		Eventually(func(g Gomega) {
+			pods, err := kube.CoreV1().Pods(koordNS).List(ctx, metav1.ListOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, p := range pods.Items {
+				if _, ok := p.Annotations["scheduling.koordinator.sh/reservation-placeholder"]; ok {
+					Expect(p.Spec.NodeName).To(BeEmpty(), "placeholder %s bound to a node", p.Name)
+					g.Expect(p.Annotations).NotTo(HaveKey("scheduling.koordinator.sh/reservation-placeholder"), "placeholder %s left", p.Name)
+				}
+			}
+		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 		createPod(ctx, podOpts{name: "reserved-owner", scheduler: koordScheduler, cpu: "100m", memory: "16Mi", labels: map[string]string{"app": "e2e-reserved"}})
 		owner := waitRunning(ctx, "reserved-owner")
 		Expect(owner.Spec.NodeName).To(Equal(realNode))
