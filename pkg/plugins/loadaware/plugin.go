@@ -253,7 +253,10 @@ func (p *Plugin) onNodeMetric(obj any, deleted bool) {
 		return
 	}
 	if deleted {
+		// A NodeMetric goes with its node (owner reference): so does the
+		// node's parsed raw-allocatable.
 		p.cache.setMetric(nm.Name, nil)
+		p.rawAllocatable.Delete(nm.Name)
 		return
 	}
 	p.cache.setMetric(nm.Name, nm)

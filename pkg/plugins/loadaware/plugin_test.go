@@ -820,4 +820,9 @@ func TestRawAllocatable(t *testing.T) {
 	if err := filter(p, pod, node); err != nil {
 		t.Errorf("a malformed annotation must fall back to allocatable: %v", err)
 	}
+	// The node goes (its NodeMetric with it): nothing of it is kept.
+	p.onNodeMetric(metric("n1", t0, "7", "4Gi"), true)
+	if _, ok := p.rawAllocatable.Load("n1"); ok {
+		t.Error("the deleted node's raw allocatable is still cached")
+	}
 }
