@@ -14,6 +14,11 @@ const (
 	LabelPodQoS = DomainPrefix + "qosClass"
 	// LabelReservationIgnored set to "true" keeps a pod from consuming any reservation.
 	LabelReservationIgnored = SchedulingDomainPrefix + "reservation-ignored"
+	// LabelPodPriority is a pod's sub-priority within its band (an integer).
+	LabelPodPriority = DomainPrefix + "priority"
+	// LabelPodPriorityClass names a pod's band (koord-prod, koord-mid,
+	// koord-batch, koord-free) in place of its spec.priority.
+	LabelPodPriorityClass = DomainPrefix + "priority-class"
 )
 
 // Pod annotations.
@@ -28,6 +33,14 @@ const (
 	AnnotationReservationAffinity = SchedulingDomainPrefix + "reservation-affinity"
 	// AnnotationReservationAllocated names the reservation a pod consumed (written by the scheduler).
 	AnnotationReservationAllocated = SchedulingDomainPrefix + "reservation-allocated"
+)
+
+// ClusterColocationProfile annotations.
+const (
+	// AnnotationSkipUpdateResources on a profile keeps the webhook from
+	// moving the cpu and memory of the pods it selects to batch or mid
+	// resources (whatever its value).
+	AnnotationSkipUpdateResources = "config.koordinator.sh/skip-update-resources"
 )
 
 // Node labels and annotations.

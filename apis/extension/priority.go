@@ -1,5 +1,7 @@
 package extension
 
+import corev1 "k8s.io/api/core/v1"
+
 // PriorityClass is the priority band of a pod, derived from spec.priority.
 type PriorityClass string
 
@@ -46,4 +48,58 @@ func PodPriorityClass(priority *int32) PriorityClass {
 		return PriorityNone
 	}
 	return PriorityClassOf(*priority)
+}
+
+// PriorityClassByName is the band a koord-* PriorityClass name stands for
+// (the value of the koordinator.sh/priority-class label); any other name is
+// in no band.
+func PriorityClassByName(name string) PriorityClass {
+	switch p := PriorityClass(name); p {
+	case PriorityProd, PriorityMid, PriorityBatch, PriorityFree:
+		return p
+	}
+	return PriorityNone
+}
+
+// PodPriorityClassRaw is the band a pod declares: its
+// koordinator.sh/priority-class label when it has one, else its
+// spec.priority. This is the band admission checks against the QoS class.
+func PodPriorityClassRaw(pod *corev1.Pod) PriorityClass {
+	if v, ok := pod.Labels[LabelPodPriorityClass]; ok {
+		return PriorityClassByName(v)
+	}
+	return PodPriorityClass(pod.Spec.Priority)
+}
+
+// PodPriorityClassWithDefault is PodPriorityClassRaw, or for a pod in no
+// band the one its QoS class implies: batch for BE, prod for the others.
+// The mutating webhook uses it to tell which pods run on batch resources.
+func PodPriorityClassWithDefault(pod *corev1.Pod) PriorityClass {
+	if p := PodPriorityClassRaw(pod); p != PriorityNone {
+		return p
+	}
+	switch q, _ := GetPodQoSClass(pod); q {
+	case QoSBE:
+		return PriorityBatch
+	case QoSNone:
+		return PriorityNone
+	}
+	return PriorityProd
+}
+
+// ExtendedResource is the resource a pod of band p requests in place of cpu
+// or memory: batch-cpu/batch-memory for batch, mid-cpu/mid-memory for mid;
+// "" for the other bands, which request cpu and memory as they are.
+func ExtendedResource(p PriorityClass, r corev1.ResourceName) corev1.ResourceName {
+	switch {
+	case p == PriorityBatch && r == corev1.ResourceCPU:
+		return BatchCPU
+	case p == PriorityBatch && r == corev1.ResourceMemory:
+		return BatchMemory
+	case p == PriorityMid && r == corev1.ResourceCPU:
+		return MidCPU
+	case p == PriorityMid && r == corev1.ResourceMemory:
+		return MidMemory
+	}
+	return ""
 }

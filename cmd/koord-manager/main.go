@@ -46,6 +46,15 @@ func main() {
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", false, "serve /metrics over HTTPS to clients authorized for GET /metrics (TokenReview and SubjectAccessReview); use it when --metrics-addr is reachable from other pods")
 	fs.StringVar(&o.HealthAddr, "health-addr", ":9318", "address of /healthz and /readyz")
 	fs.DurationVar(&o.ReservationGCAfter, "reservation-gc-after", 24*time.Hour, "how long Succeeded and Failed reservations are kept before they are deleted")
+	var certSource, webhookHosts, mutatingConfigs, validatingConfigs string
+	fs.IntVar(&o.Webhook.Port, "webhook-port", 9876, "port of the admission webhook server (Koordinator's manager.webhook.port); 0 turns the webhooks off")
+	fs.StringVar(&o.Webhook.Host, "webhook-host", "", "address the admission webhook server listens on (default all)")
+	fs.StringVar(&certSource, "webhook-cert-source", "self", "who issues the webhook's certificate: self (koord-manager keeps a CA and a serving certificate in --webhook-cert-secret and injects the CA bundle) or secret (cert-manager writes the Secret and injects the bundle; koord-manager only serves it)")
+	fs.StringVar(&o.Webhook.CertSecret, "webhook-cert-secret", "koord-webhook-certs", "Secret in --namespace holding the webhook's certificate")
+	fs.StringVar(&webhookHosts, "webhook-hosts", "", "DNS names or IP addresses of the serving certificate, comma-separated (default koord-webhook-service.<namespace>.svc)")
+	fs.DurationVar(&o.Webhook.CertValidity, "webhook-cert-validity", 365*24*time.Hour, "lifetime of a self-issued serving certificate, renewed when a third is left (the CA lives ten times as long)")
+	fs.StringVar(&mutatingConfigs, "mutating-webhook-configurations", "koord-mutating-webhook-configuration", "MutatingWebhookConfigurations whose caBundle koord-manager keeps current, comma-separated")
+	fs.StringVar(&validatingConfigs, "validating-webhook-configurations", "koord-validating-webhook-configuration", "ValidatingWebhookConfigurations whose caBundle koord-manager keeps current, comma-separated")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&cleanupNUMA, "cleanup-numa-info", false, "uninstall helper: stop the koordlet DaemonSet (--koordlet-daemonset), delete every numa-info ConfigMap koordlet manages, and exit")
 	fs.StringVar(&koordletDS, "koordlet-daemonset", "koord-system/koordlet", "namespace/name of the koordlet DaemonSet, for --cleanup-numa-info")
@@ -58,6 +67,20 @@ func main() {
 		fmt.Println(version.String("koord-manager"))
 		return
 	}
+	switch certSource {
+	case "self":
+		o.Webhook.CertSelfManaged = true
+	case "secret":
+	default:
+		fmt.Fprintf(os.Stderr, "--webhook-cert-source %q: want self or secret\n", certSource)
+		os.Exit(2)
+	}
+	if webhookHosts == "" {
+		webhookHosts = "koord-webhook-service." + o.Namespace + ".svc"
+	}
+	o.Webhook.CertHosts = splitList(webhookHosts)
+	o.Webhook.MutatingConfigurations = splitList(mutatingConfigs)
+	o.Webhook.ValidatingConfigurations = splitList(validatingConfigs)
 	ctrl.SetLogger(klog.NewKlogr())
 	ctrlmetrics.Registry.MustRegister(features.ReportNotImplemented(ctrl.Log, gates))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -118,4 +141,14 @@ func runCleanup(ctx context.Context, cfg *rest.Config, ds string) error {
 	n, err := cleanup.NUMAInfo(ctx, c)
 	klog.InfoS("numa-info ConfigMaps deleted", "count", n)
 	return err
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -46,6 +46,27 @@ const (
 	// priority (resourceQOSStrategy.<class>.cpuQOS): group identity where the
 	// kernel has it, else the idle scheduling class (cpu.idle).
 	GroupIdentity featuregate.Feature = "GroupIdentity"
+
+	// koord-manager's admission webhooks (Koordinator's gate names).
+
+	// PodMutatingWebhook lets koord-manager apply ClusterColocationProfiles
+	// to pods as they are created.
+	PodMutatingWebhook featuregate.Feature = "PodMutatingWebhook"
+	// PodValidatingWebhook lets koord-manager refuse pods (and Reservations)
+	// whose QoS class, priority and resources contradict each other, or
+	// whose Koord annotations do not parse.
+	PodValidatingWebhook featuregate.Feature = "PodValidatingWebhook"
+	// ConfigMapValidatingWebhook lets koord-manager refuse an
+	// slo-controller-config it would not accept. Koordinator's default is
+	// off; Koord's is on: refusing at apply time loses nothing, while an
+	// accepted invalid key is only reported afterwards.
+	ConfigMapValidatingWebhook featuregate.Feature = "ConfigMapValidatingWebhook"
+	// ColocationProfileSkipMutatingResources keeps the pod webhook from
+	// moving cpu and memory to batch or mid resources.
+	ColocationProfileSkipMutatingResources featuregate.Feature = "ColocationProfileSkipMutatingResources"
+	// ColocationProfileSkipValidatingPriority lets a pod's
+	// koordinator.sh/priority label change after creation.
+	ColocationProfileSkipValidatingPriority featuregate.Feature = "ColocationProfileSkipValidatingPriority"
 )
 
 var defaults = map[featuregate.Feature]featuregate.FeatureSpec{
@@ -58,6 +79,12 @@ var defaults = map[featuregate.Feature]featuregate.FeatureSpec{
 	CPUBurst:        {Default: true, PreRelease: featuregate.Beta},
 	CgroupReconcile: {Default: false, PreRelease: featuregate.Alpha},
 	GroupIdentity:   {Default: true, PreRelease: featuregate.Beta},
+
+	PodMutatingWebhook:                      {Default: true, PreRelease: featuregate.Beta},
+	PodValidatingWebhook:                    {Default: true, PreRelease: featuregate.Beta},
+	ConfigMapValidatingWebhook:              {Default: true, PreRelease: featuregate.Beta},
+	ColocationProfileSkipMutatingResources:  {Default: false, PreRelease: featuregate.Alpha},
+	ColocationProfileSkipValidatingPriority: {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Add registers Koord's gates, and Koordinator's that Koord accepts without

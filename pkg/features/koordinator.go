@@ -16,17 +16,12 @@ import (
 // the koord_feature_gate_not_implemented metric).
 var koordinatorOnly = map[featuregate.Feature]featuregate.FeatureSpec{
 	// koord-manager: webhooks, quotas, colocation profiles.
-	"PodMutatingWebhook":                        {Default: true, PreRelease: featuregate.Beta},
-	"PodValidatingWebhook":                      {Default: true, PreRelease: featuregate.Beta},
 	"ElasticMutatingWebhook":                    {Default: true, PreRelease: featuregate.Beta},
 	"ElasticValidatingWebhook":                  {Default: true, PreRelease: featuregate.Beta},
 	"NodeMutatingWebhook":                       {Default: false, PreRelease: featuregate.Alpha},
 	"NodeValidatingWebhook":                     {Default: false, PreRelease: featuregate.Alpha},
-	"ConfigMapValidatingWebhook":                {Default: false, PreRelease: featuregate.Alpha},
 	"ReservationMutatingWebhook":                {Default: false, PreRelease: featuregate.Alpha},
 	"WebhookFramework":                          {Default: true, PreRelease: featuregate.Beta},
-	"ColocationProfileSkipMutatingResources":    {Default: false, PreRelease: featuregate.Alpha},
-	"ColocationProfileSkipValidatingPriority":   {Default: false, PreRelease: featuregate.Alpha},
 	"ColocationProfileController":               {Default: false, PreRelease: featuregate.Alpha},
 	"MultiQuotaTree":                            {Default: false, PreRelease: featuregate.Alpha},
 	"ElasticQuotaIgnorePodOverhead":             {Default: false, PreRelease: featuregate.Alpha},

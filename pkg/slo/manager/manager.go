@@ -6,7 +6,16 @@ package manager
 import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"crypto/tls"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	colocationv1alpha1 "github.com/koord-project/koord/apis/colocation/v1alpha1"
 	"github.com/koord-project/koord/pkg/compat"
+	"github.com/koord-project/koord/pkg/slo/webhook"
+	"github.com/koord-project/koord/pkg/slo/webhook/certs"
 
 	"context"
 	"fmt"
@@ -70,12 +79,33 @@ type Options struct {
 	// InProcess allows several managers in one process, one after another
 	// (tests): controller-runtime refuses a controller name twice otherwise.
 	InProcess bool
+	// Webhook configures the admission webhook server (off when Port is 0).
+	Webhook WebhookOptions
+}
+
+// WebhookOptions configure the admission webhooks' server and certificate.
+type WebhookOptions struct {
+	// Host and Port the server listens on; Port 0 turns the webhooks off.
+	Host string
+	Port int
+	// CertSecret is the Secret in Namespace holding the serving certificate.
+	CertSecret string
+	// CertSelfManaged: koord-manager issues, renews and injects the
+	// certificate; off, cert-manager does.
+	CertSelfManaged bool
+	// CertHosts are the certificate's DNS names or IP addresses.
+	CertHosts []string
+	// CertValidity is the serving certificate's lifetime.
+	CertValidity time.Duration
+	// MutatingConfigurations and ValidatingConfigurations are the webhook
+	// configurations whose caBundle koord-manager keeps current.
+	MutatingConfigurations, ValidatingConfigurations []string
 }
 
 // Scheme has every type koord-manager reads or writes.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, slov1alpha1.AddToScheme, schedulingv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, slov1alpha1.AddToScheme, schedulingv1alpha1.AddToScheme, colocationv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -132,7 +162,24 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			recorder.Eventf(u, corev1.EventTypeWarning, "InvalidObject", "koord-manager ignores this object: %v", err)
 		}
 	}
+	byObject := map[client.Object]cache.ByObject{
+		// The only ConfigMap read is our own configuration.
+		&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.SLOConfigNamespace: {}}},
+	}
+	var webhookServer ctrlwebhook.Server
+	var certProvider *certs.Provider
+	if o.Webhook.Port != 0 {
+		// The only Secret read is the webhook certificate's.
+		byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: map[string]cache.Config{o.Namespace: {}},
+			Field: fields.OneTermEqualSelector("metadata.name", o.Webhook.CertSecret)}
+		certProvider = &certs.Provider{}
+		webhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{
+			Host: o.Webhook.Host, Port: o.Webhook.Port,
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certProvider.GetCertificate }},
+		})
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		WebhookServer:                 webhookServer,
 		Scheme:                        scheme,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              o.LeaderElection,
@@ -152,10 +199,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 				}
 				return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 			},
-			// The only ConfigMap read is our own configuration.
-			ByObject: map[client.Object]cache.ByObject{
-				&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.SLOConfigNamespace: {}}},
-			},
+			ByObject: byObject,
 		},
 	})
 	if err != nil {
@@ -193,6 +237,11 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err := (&reservationlifecycle.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace, GCAfter: gc, Reporter: reporter}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, err
 	}
+	if o.Webhook.Port != 0 {
+		if err := setupWebhooks(ctx, mgr, o, certProvider); err != nil {
+			return nil, err
+		}
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
@@ -200,4 +249,33 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// setupWebhooks serves the admission webhooks with the certificate the
+// Secret holds, and (self-managed) has the leader keep that certificate and
+// the webhook configurations' caBundle current.
+func setupWebhooks(ctx context.Context, mgr ctrl.Manager, o Options, p *certs.Provider) error {
+	w := o.Webhook
+	if err := certs.Setup(ctx, mgr, p, certs.Options{
+		Namespace: o.Namespace, SecretName: w.CertSecret, SelfManaged: w.CertSelfManaged,
+		Hosts: w.CertHosts, Validity: w.CertValidity,
+		MutatingConfigurations: w.MutatingConfigurations, ValidatingConfigurations: w.ValidatingConfigurations,
+		Recorder: mgr.GetEventRecorderFor("koord-manager"),
+	}, ctrlmetrics.Registry); err != nil {
+		return err
+	}
+	h, err := webhook.New(mgr.GetClient(), webhook.Options{
+		Gates:          o.Gates,
+		SkipNamespaces: []string{metav1.NamespaceSystem, o.Namespace},
+		SLOConfig:      types.NamespacedName{Namespace: o.SLOConfigNamespace, Name: o.SLOConfigName},
+		Registry:       ctrlmetrics.Registry,
+	})
+	if err != nil {
+		return err
+	}
+	h.Register(mgr)
+	if err := mgr.AddReadyzCheck("webhook-certificate", p.Ready); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker())
 }

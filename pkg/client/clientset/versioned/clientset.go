@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 	http "net/http"
 
+	configv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/colocation/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/scheduling/v1alpha1"
 	schedulingsigsv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/schedulingsigs/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/slo/v1alpha1"
@@ -32,6 +33,7 @@ import (
 
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
+	ConfigV1alpha1() configv1alpha1.ConfigV1alpha1Interface
 	SchedulingV1alpha1() schedulingv1alpha1.SchedulingV1alpha1Interface
 	SchedulingSigsV1alpha1() schedulingsigsv1alpha1.SchedulingSigsV1alpha1Interface
 	SloV1alpha1() slov1alpha1.SloV1alpha1Interface
@@ -40,9 +42,15 @@ type Interface interface {
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
+	configV1alpha1         *configv1alpha1.ConfigV1alpha1Client
 	schedulingV1alpha1     *schedulingv1alpha1.SchedulingV1alpha1Client
 	schedulingSigsV1alpha1 *schedulingsigsv1alpha1.SchedulingSigsV1alpha1Client
 	sloV1alpha1            *slov1alpha1.SloV1alpha1Client
+}
+
+// ConfigV1alpha1 retrieves the ConfigV1alpha1Client
+func (c *Clientset) ConfigV1alpha1() configv1alpha1.ConfigV1alpha1Interface {
+	return c.configV1alpha1
 }
 
 // SchedulingV1alpha1 retrieves the SchedulingV1alpha1Client
@@ -104,6 +112,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 
 	var cs Clientset
 	var err error
+	cs.configV1alpha1, err = configv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.schedulingV1alpha1, err = schedulingv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -137,6 +149,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 // New creates a new Clientset for the given RESTClient.
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
+	cs.configV1alpha1 = configv1alpha1.New(c)
 	cs.schedulingV1alpha1 = schedulingv1alpha1.New(c)
 	cs.schedulingSigsV1alpha1 = schedulingsigsv1alpha1.New(c)
 	cs.sloV1alpha1 = slov1alpha1.New(c)

@@ -25,6 +25,7 @@ import (
 	time "time"
 
 	versioned "github.com/koord-project/koord/pkg/client/clientset/versioned"
+	colocation "github.com/koord-project/koord/pkg/client/informers/externalversions/colocation"
 	internalinterfaces "github.com/koord-project/koord/pkg/client/informers/externalversions/internalinterfaces"
 	scheduling "github.com/koord-project/koord/pkg/client/informers/externalversions/scheduling"
 	schedulingsigs "github.com/koord-project/koord/pkg/client/informers/externalversions/schedulingsigs"
@@ -327,9 +328,14 @@ type SharedInformerFactory interface {
 	// client.
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
+	Config() colocation.Interface
 	Scheduling() scheduling.Interface
 	SchedulingSigs() schedulingsigs.Interface
 	Slo() slo.Interface
+}
+
+func (f *sharedInformerFactory) Config() colocation.Interface {
+	return colocation.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Scheduling() scheduling.Interface {

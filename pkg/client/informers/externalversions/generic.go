@@ -21,7 +21,8 @@ package externalversions
 import (
 	fmt "fmt"
 
-	v1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	v1alpha1 "github.com/koord-project/koord/apis/colocation/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,8 +55,12 @@ func (f *genericInformer) Lister() cache.GenericLister {
 // TODO extend this to unknown resources with a client pool
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
-	// Group=scheduling.koordinator.sh, Version=v1alpha1
-	case v1alpha1.SchemeGroupVersion.WithResource("reservations"):
+	// Group=config.koordinator.sh, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("clustercolocationprofiles"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Config().V1alpha1().ClusterColocationProfiles().Informer()}, nil
+
+		// Group=scheduling.koordinator.sh, Version=v1alpha1
+	case schedulingv1alpha1.SchemeGroupVersion.WithResource("reservations"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Scheduling().V1alpha1().Reservations().Informer()}, nil
 
 		// Group=scheduling.sigs.k8s.io, Version=v1alpha1

@@ -20,6 +20,8 @@ package fake
 
 import (
 	clientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
+	configv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/colocation/v1alpha1"
+	fakeconfigv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/colocation/v1alpha1/fake"
 	schedulingv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/scheduling/v1alpha1"
 	fakeschedulingv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/scheduling/v1alpha1/fake"
 	schedulingsigsv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/schedulingsigs/v1alpha1"
@@ -98,6 +100,11 @@ var (
 	_ clientset.Interface = &Clientset{}
 	_ testing.FakeClient  = &Clientset{}
 )
+
+// ConfigV1alpha1 retrieves the ConfigV1alpha1Client
+func (c *Clientset) ConfigV1alpha1() configv1alpha1.ConfigV1alpha1Interface {
+	return &fakeconfigv1alpha1.FakeConfigV1alpha1{Fake: &c.Fake}
+}
 
 // SchedulingV1alpha1 retrieves the SchedulingV1alpha1Client
 func (c *Clientset) SchedulingV1alpha1() schedulingv1alpha1.SchedulingV1alpha1Interface {

@@ -19,6 +19,7 @@ limitations under the License.
 package scheme
 
 import (
+	configv1alpha1 "github.com/koord-project/koord/apis/colocation/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
@@ -33,6 +34,7 @@ var Scheme = runtime.NewScheme()
 var Codecs = serializer.NewCodecFactory(Scheme)
 var ParameterCodec = runtime.NewParameterCodec(Scheme)
 var localSchemeBuilder = runtime.SchemeBuilder{
+	configv1alpha1.AddToScheme,
 	schedulingv1alpha1.AddToScheme,
 	schedulingsigsv1alpha1.AddToScheme,
 	slov1alpha1.AddToScheme,
