@@ -18,7 +18,7 @@ import (
 type podOpt func(*corev1.Pod)
 
 func qos(q string) podOpt { return func(p *corev1.Pod) { p.Labels[extension.LabelPodQoS] = q } }
-func prio(v int32) podOpt  { return func(p *corev1.Pod) { p.Spec.Priority = &v } }
+func prio(v int32) podOpt { return func(p *corev1.Pod) { p.Spec.Priority = &v } }
 func label(k, v string) podOpt {
 	return func(p *corev1.Pod) { p.Labels[k] = v }
 }
