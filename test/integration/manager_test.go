@@ -223,7 +223,7 @@ func TestManagerBinaryWithShippedRBAC(t *testing.T) {
 	var out syncBuffer
 	port, health := freePort(t), freePort(t)
 	cmd := exec.Command(commandBinary(t, "koord-manager", "KOORD_MANAGER_BIN"), "--kubeconfig="+kubeconfig, "--namespace=koord-system",
-		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", port), fmt.Sprintf("--health-addr=127.0.0.1:%d", health), "-v=2")
+		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", port), fmt.Sprintf("--health-addr=127.0.0.1:%d", health), fmt.Sprintf("--webhook-port=%d", freePort(t)), "-v=2")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

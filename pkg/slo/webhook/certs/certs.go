@@ -37,6 +37,9 @@ const (
 // CA bundle in the webhook configurations then changes rarely.
 const caLifetimes = 10
 
+// backdate allows for clock skew between the replicas and the API server.
+const backdate = time.Minute
+
 // Renew returns the Secret data with a CA and a serving certificate for
 // hosts (DNS names or IP addresses) valid at now: data's own when they are
 // still good, new ones otherwise. A certificate is renewed once less than a
@@ -53,7 +56,7 @@ func Renew(data map[string][]byte, hosts []string, validity time.Duration, now t
 	caCerts := parseCerts(data[KeyCACert])
 	caKey, _ := parseKey(data[KeyCAKey])
 	var ca *x509.Certificate
-	if len(caCerts) > 0 && caKey != nil && matchesKey(caCerts[0], caKey) && fresh(caCerts[0], now) {
+	if len(caCerts) > 0 && caKey != nil && matchesKey(caCerts[0], caKey) && fresh(caCerts[0], now, validity*caLifetimes) {
 		ca = caCerts[0]
 	}
 	if ca == nil {
@@ -79,7 +82,7 @@ func Renew(data map[string][]byte, hosts []string, validity time.Duration, now t
 
 	leafs := parseCerts(data[KeyCert])
 	key, _ := parseKey(data[KeyKey])
-	if len(leafs) > 0 && key != nil && matchesKey(leafs[0], key) && fresh(leafs[0], now) &&
+	if len(leafs) > 0 && key != nil && matchesKey(leafs[0], key) && fresh(leafs[0], now, validity) &&
 		leafs[0].CheckSignatureFrom(ca) == nil && sameHosts(leafs[0], hosts) {
 		out[KeyCert], out[KeyKey] = data[KeyCert], data[KeyKey]
 		return out, reason, nil
@@ -93,9 +96,10 @@ func Renew(data map[string][]byte, hosts []string, validity time.Duration, now t
 	return out, reason, nil
 }
 
-// fresh: more than a third of the certificate's lifetime is left.
-func fresh(c *x509.Certificate, now time.Time) bool {
-	life := c.NotAfter.Sub(c.NotBefore)
+// fresh: more than a third of the certificate's lifetime is left. The
+// lifetime is the configured one, not NotAfter − NotBefore, which includes
+// the backdating for clock skew.
+func fresh(c *x509.Certificate, now time.Time, life time.Duration) bool {
 	return now.After(c.NotBefore) && c.NotAfter.Sub(now) > life/3
 }
 
@@ -144,7 +148,7 @@ func newCA(validity time.Duration, now time.Time) (*x509.Certificate, *ecdsa.Pri
 	tmpl := &x509.Certificate{
 		SerialNumber:          sn,
 		Subject:               pkix.Name{CommonName: fmt.Sprintf("koord-webhook-ca@%d", now.Unix())},
-		NotBefore:             now.Add(-time.Minute), // clock skew between replicas and the API server
+		NotBefore:             now.Add(-backdate),
 		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
@@ -180,7 +184,7 @@ func newLeaf(ca *x509.Certificate, caKey crypto.Signer, hosts []string, validity
 		Subject:      pkix.Name{CommonName: cn},
 		DNSNames:     dns,
 		IPAddresses:  ips,
-		NotBefore:    now.Add(-time.Minute),
+		NotBefore:    now.Add(-backdate),
 		NotAfter:     now.Add(validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},

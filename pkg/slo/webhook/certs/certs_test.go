@@ -84,6 +84,22 @@ func TestRenew(t *testing.T) {
 	}
 }
 
+// A short lifetime is kept for two thirds of it, the backdating for clock
+// skew notwithstanding.
+func TestRenewShortLifetime(t *testing.T) {
+	now := time.Now()
+	first, _, err := Renew(nil, []string{"a.svc"}, 30*time.Second, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, reason, _ := Renew(first, []string{"a.svc"}, 30*time.Second, now.Add(15*time.Second)); reason != "" {
+		t.Errorf("renewed after 15 of 30 s: %q", reason)
+	}
+	if _, reason, _ := Renew(first, []string{"a.svc"}, 30*time.Second, now.Add(21*time.Second)); reason != "serving certificate renewed" {
+		t.Errorf("after 21 of 30 s: %q", reason)
+	}
+}
+
 func TestRenewReplacesGarbage(t *testing.T) {
 	now := time.Now()
 	data := map[string][]byte{KeyCACert: []byte("junk"), KeyCAKey: []byte("junk"), KeyCert: []byte("junk"), KeyKey: []byte("junk")}
