@@ -34,17 +34,17 @@ func TestFlag(t *testing.T) {
 }
 
 // A Koordinator deployment's --feature-gates starts every Koord component:
-// the seed's own example (PodMutatingWebhook=true) and gates of each
-// Koordinator component are accepted, reported as not implemented in the
-// metric, and logged once when set away from their default; Koord's own
-// gates of the same names as Koordinator's act as before.
+// the seed's own example (PodMutatingWebhook=true, implemented now) and
+// gates of each Koordinator component are accepted, the ones Koord does not
+// implement reported in the metric and logged once when set away from their
+// default; Koord's own gates of the same names as Koordinator's act as before.
 func TestKoordinatorGatesAccepted(t *testing.T) {
 	g := New()
 	if err := g.Set("PodMutatingWebhook=true,RdtResctrl=false,SyncBarrier=true,BECPUSuppress=false"); err != nil {
 		t.Fatalf("Koordinator's gates refused: %v", err)
 	}
-	if g.Enabled(BECPUSuppress) {
-		t.Error("BECPUSuppress=false (implemented, Koordinator's name) not applied")
+	if g.Enabled(BECPUSuppress) || !g.Enabled(PodMutatingWebhook) {
+		t.Error("BECPUSuppress=false or PodMutatingWebhook=true (implemented, Koordinator's names) not applied")
 	}
 	var logged []string
 	logger := funcr.New(func(_, args string) { logged = append(logged, args) }, funcr.Options{})
@@ -58,13 +58,15 @@ func TestKoordinatorGatesAccepted(t *testing.T) {
 	for _, m := range families[0].GetMetric() {
 		values[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
 	}
-	for gate, want := range map[string]float64{"PodMutatingWebhook": 1, "RdtResctrl": 0, "SyncBarrier": 1, "NodeTopologyReport": 1, "AuditEvents": 0} {
+	for gate, want := range map[string]float64{"ReservationMutatingWebhook": 0, "RdtResctrl": 0, "SyncBarrier": 1, "NodeTopologyReport": 1, "AuditEvents": 0} {
 		if got, ok := values[gate]; !ok || got != want {
 			t.Errorf("koord_feature_gate_not_implemented{gate=%q} = %v (listed %v), want %v", gate, got, ok, want)
 		}
 	}
-	if _, listed := values[string(BECPUSuppress)]; listed {
-		t.Error("an implemented gate is listed as not implemented")
+	for _, gate := range []string{string(BECPUSuppress), string(PodMutatingWebhook)} {
+		if _, listed := values[gate]; listed {
+			t.Errorf("implemented gate %s is listed as not implemented", gate)
+		}
 	}
 	// Set away from their defaults: SyncBarrier (on) and RdtResctrl (off); PodMutatingWebhook=true is the default.
 	if len(logged) != 1 || !strings.Contains(logged[0], `"RdtResctrl" "SyncBarrier"`) || strings.Contains(logged[0], "PodMutatingWebhook") {

@@ -160,14 +160,14 @@ func TestCRDToggles(t *testing.T) {
 	// PodGroup and ElasticQuota come in Koordinator's group by default, as
 	// its chart installs them.
 	if got := names(byKind(render(t), "CustomResourceDefinition")); got !=
-		"reservations.scheduling.koordinator.sh,elasticquotas.scheduling.sigs.k8s.io,podgroups.scheduling.sigs.k8s.io,nodemetrics.slo.koordinator.sh,nodeslos.slo.koordinator.sh" {
+		"clustercolocationprofiles.config.koordinator.sh,reservations.scheduling.koordinator.sh,elasticquotas.scheduling.sigs.k8s.io,podgroups.scheduling.sigs.k8s.io,nodemetrics.slo.koordinator.sh,nodeslos.slo.koordinator.sh" {
 		t.Errorf("default CRDs %s", got)
 	}
-	if got := names(byKind(render(t, "--set", "crds.nodeslos=false,crds.noderesourcetopologies=true,crds.podgroups=false,crds.elasticquotas=false"), "CustomResourceDefinition")); got !=
+	if got := names(byKind(render(t, "--set", "crds.nodeslos=false,crds.noderesourcetopologies=true,crds.podgroups=false,crds.elasticquotas=false,crds.clustercolocationprofiles=false"), "CustomResourceDefinition")); got !=
 		"reservations.scheduling.koordinator.sh,nodemetrics.slo.koordinator.sh,noderesourcetopologies.topology.node.k8s.io" {
 		t.Errorf("toggled CRDs %s", got)
 	}
-	if got := names(byKind(render(t, "--set", "crds.schedulerPluginsPodgroups=true,crds.schedulerPluginsElasticquotas=true,crds.podgroups=false,crds.elasticquotas=false,crds.reservations=false"), "CustomResourceDefinition")); got !=
+	if got := names(byKind(render(t, "--set", "crds.schedulerPluginsPodgroups=true,crds.schedulerPluginsElasticquotas=true,crds.podgroups=false,crds.elasticquotas=false,crds.reservations=false,crds.clustercolocationprofiles=false"), "CustomResourceDefinition")); got !=
 		"elasticquotas.scheduling.x-k8s.io,podgroups.scheduling.x-k8s.io,nodemetrics.slo.koordinator.sh,nodeslos.slo.koordinator.sh" {
 		t.Errorf("toggled CRDs %s", got)
 	}
@@ -357,5 +357,86 @@ func TestKoordinatorValues(t *testing.T) {
 	sel, _, _ := unstructured.NestedStringMap(named(t, objs, "Deployment", "koord-manager").Object, "spec", "template", "spec", "nodeSelector")
 	if sel["pool"] != "system" {
 		t.Errorf("manager.nodeSelector not applied: %v", sel)
+	}
+}
+
+// The webhooks are safe by default: failurePolicy Ignore, a 10 s timeout,
+// kube-system and Koord's namespace never intercepted, only the
+// slo-controller-config ConfigMap sent; Koordinator's webhookConfiguration
+// keys set them; they can be turned off, or their certificate left to
+// cert-manager.
+func TestWebhooks(t *testing.T) {
+	objs := render(t)
+	svc := named(t, objs, "Service", "koord-webhook-service")
+	if sel, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector"); sel["app.kubernetes.io/name"] != "koord-manager" {
+		t.Errorf("webhook Service selects %v", sel)
+	}
+	mwc := named(t, objs, "MutatingWebhookConfiguration", "koord-mutating-webhook-configuration")
+	vwc := named(t, objs, "ValidatingWebhookConfiguration", "koord-validating-webhook-configuration")
+	webhooks := func(o *unstructured.Unstructured) []map[string]any {
+		ws, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+		var out []map[string]any
+		for _, w := range ws {
+			out = append(out, w.(map[string]any))
+		}
+		return out
+	}
+	all := append(webhooks(mwc), webhooks(vwc)...)
+	if len(all) != 5 {
+		t.Fatalf("%d webhooks, want the pod mutating one and four validating ones", len(all))
+	}
+	for _, w := range all {
+		if w["failurePolicy"] != "Ignore" || fmt.Sprint(w["timeoutSeconds"]) != "10" || w["sideEffects"] != "None" {
+			t.Errorf("webhook %v: failurePolicy %v timeoutSeconds %v sideEffects %v", w["name"], w["failurePolicy"], w["timeoutSeconds"], w["sideEffects"])
+		}
+		sel := fmt.Sprint(w["namespaceSelector"])
+		switch w["name"] {
+		case "mpod-create.koordinator.sh", "vpod.koordinator.sh":
+			if !strings.Contains(sel, "NotIn") || !strings.Contains(sel, "kube-system koord-system") {
+				t.Errorf("webhook %v intercepts kube-system or koord-system: %s", w["name"], sel)
+			}
+		case "vconfigmap.koordinator.sh":
+			if !strings.Contains(fmt.Sprint(w["matchConditions"]), "object.metadata.name == 'slo-controller-config'") || !strings.Contains(sel, "koord-system") {
+				t.Errorf("the ConfigMap webhook is sent more than slo-controller-config: %s %v", sel, w["matchConditions"])
+			}
+		}
+	}
+	args := toStrings(containers(t, named(t, objs, "Deployment", "koord-manager"))[0]["args"])
+	for _, want := range []string{"--webhook-port=9876", "--webhook-cert-source=self"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("koord-manager args %v lack %s", args, want)
+		}
+	}
+
+	// Koordinator's keys.
+	objs = render(t, "--set", "webhookConfiguration.failurePolicy.pods=Fail,webhookConfiguration.timeoutSeconds=30,manager.webhook.port=9443")
+	w := webhooks(named(t, objs, "MutatingWebhookConfiguration", "koord-mutating-webhook-configuration"))[0]
+	if w["failurePolicy"] != "Fail" || fmt.Sprint(w["timeoutSeconds"]) != "30" {
+		t.Errorf("webhookConfiguration not applied: %v %v", w["failurePolicy"], w["timeoutSeconds"])
+	}
+	if args := toStrings(containers(t, named(t, objs, "Deployment", "koord-manager"))[0]["args"]); !slices.Contains(args, "--webhook-port=9443") {
+		t.Errorf("manager.webhook.port not applied: %v", args)
+	}
+
+	// cert-manager issues the certificate and injects the CA bundle.
+	objs = render(t, "--set", "manager.webhook.certManager=true")
+	cert := named(t, objs, "Certificate", "koord-webhook-cert")
+	if s, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName"); s != "koord-webhook-certs" {
+		t.Errorf("Certificate writes %s", s)
+	}
+	if a := named(t, objs, "ValidatingWebhookConfiguration", "koord-validating-webhook-configuration").GetAnnotations(); a["cert-manager.io/inject-ca-from"] != "koord-system/koord-webhook-cert" {
+		t.Errorf("annotations %v", a)
+	}
+	if args := toStrings(containers(t, named(t, objs, "Deployment", "koord-manager"))[0]["args"]); !slices.Contains(args, "--webhook-cert-source=secret") {
+		t.Errorf("args %v", args)
+	}
+
+	// Off.
+	objs = render(t, "--set", "manager.webhook.enabled=false")
+	if n := len(byKind(objs, "MutatingWebhookConfiguration")) + len(byKind(objs, "ValidatingWebhookConfiguration")); n != 0 {
+		t.Errorf("%d webhook configurations with the webhooks off", n)
+	}
+	if args := toStrings(containers(t, named(t, objs, "Deployment", "koord-manager"))[0]["args"]); !slices.Contains(args, "--webhook-port=0") {
+		t.Errorf("args %v", args)
 	}
 }
