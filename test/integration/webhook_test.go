@@ -155,8 +155,16 @@ func TestWebhooks(t *testing.T) {
 		t.Fatalf("no CA bundle injected or no certificate served: %v", err)
 	}
 
-	sched := startScheduler(t, ctx, cp, manifests.SchedulerConfig)
-	_ = sched
+	// The Secret lives as long as the configurations it serves (garbage
+	// collection deletes it with them at uninstall).
+	secret, err := cp.Client.CoreV1().Secrets("koord-system").Get(ctx, "koord-webhook-certs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owners := secret.OwnerReferences; len(owners) != 2 || owners[0].Name != mwc.Name || owners[1].Name != vwc.Name {
+		t.Errorf("Secret owners %v, want the two webhook configurations", owners)
+	}
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
 
 	// A pod written for stock Kubernetes, in the profiled namespace.
 	mutated := func(name string, cpu string) *corev1.Pod {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -161,10 +162,22 @@ func (r *renewer) Start(ctx context.Context) error {
 	}
 }
 
+// sync renews the certificate when due and writes the CA bundle into the
+// webhook configurations. The Secret is owned by the configurations it
+// serves: when an uninstall deletes them, the garbage collector deletes it,
+// and while none exists (being uninstalled) no new one is written.
 func (r *renewer) sync(ctx context.Context, now time.Time) error {
+	configs, err := r.configurations(ctx)
+	if err != nil {
+		return err
+	}
+	if len(configs) == 0 && len(r.o.MutatingConfigurations)+len(r.o.ValidatingConfigurations) > 0 {
+		ctrl.Log.V(2).Info("No webhook configuration to serve; not writing a certificate", "mutating", r.o.MutatingConfigurations, "validating", r.o.ValidatingConfigurations)
+		return nil
+	}
 	key := types.NamespacedName{Namespace: r.o.Namespace, Name: r.o.SecretName}
 	s := &corev1.Secret{}
-	err := r.live.Get(ctx, key, s)
+	err = r.live.Get(ctx, key, s)
 	exists := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
@@ -173,12 +186,17 @@ func (r *renewer) sync(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if reason != "" {
+	var owners []metav1.OwnerReference
+	for _, c := range configs {
+		gvk := c.obj.GetObjectKind().GroupVersionKind()
+		owners = append(owners, metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: c.obj.GetName(), UID: c.obj.GetUID()})
+	}
+	if reason != "" || !equality.Semantic.DeepEqual(owners, s.OwnerReferences) {
 		if !exists {
 			s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
 				Labels: map[string]string{"app.kubernetes.io/managed-by": "koord-manager"}}, Type: corev1.SecretTypeTLS}
 		}
-		s.Data = data
+		s.Data, s.OwnerReferences = data, owners
 		if exists {
 			err = r.c.Update(ctx, s)
 		} else {
@@ -189,47 +207,72 @@ func (r *renewer) sync(ctx context.Context, now time.Time) error {
 			// round reads its result.
 			return err
 		}
-		ctrl.Log.Info("Webhook certificate written", "secret", key.String(), "reason", reason)
-		if r.o.Recorder != nil {
-			r.o.Recorder.Eventf(s, corev1.EventTypeNormal, "CertificateRenewed", "koord-manager wrote the webhook certificate: %s", reason)
+		if reason != "" {
+			ctrl.Log.Info("Webhook certificate written", "secret", key.String(), "reason", reason)
+			if r.o.Recorder != nil {
+				r.o.Recorder.Eventf(s, corev1.EventTypeNormal, "CertificateRenewed", "koord-manager wrote the webhook certificate: %s", reason)
+			}
 		}
 	}
-	return r.injectCABundle(ctx, data[KeyCACert])
-}
-
-func (r *renewer) injectCABundle(ctx context.Context, bundle []byte) error {
 	var errs []error
-	for _, name := range r.o.MutatingConfigurations {
-		c := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := r.live.Get(ctx, types.NamespacedName{Name: name}, c); err != nil {
-			errs = append(errs, client.IgnoreNotFound(err))
-			continue
-		}
+	for _, c := range configs {
 		changed := false
-		for i := range c.Webhooks {
-			if !bytes.Equal(c.Webhooks[i].ClientConfig.CABundle, bundle) {
-				c.Webhooks[i].ClientConfig.CABundle, changed = bundle, true
+		for _, b := range c.bundles {
+			if !bytes.Equal(*b, data[KeyCACert]) {
+				*b, changed = data[KeyCACert], true
 			}
 		}
 		if changed {
-			errs = append(errs, r.c.Update(ctx, c))
+			errs = append(errs, r.c.Update(ctx, c.obj))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// configuration is a webhook configuration with its webhooks' caBundles.
+type configuration struct {
+	obj     client.Object
+	bundles []*[]byte
+}
+
+// configurations reads the named webhook configurations that exist.
+func (r *renewer) configurations(ctx context.Context) ([]configuration, error) {
+	var out []configuration
+	get := func(name string, obj client.Object, kind string) (bool, error) {
+		err := r.live.Get(ctx, types.NamespacedName{Name: name}, obj)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		obj.GetObjectKind().SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind(kind))
+		return err == nil, err
+	}
+	for _, name := range r.o.MutatingConfigurations {
+		c := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		ok, err := get(name, c, "MutatingWebhookConfiguration")
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			cfg := configuration{obj: c}
+			for i := range c.Webhooks {
+				cfg.bundles = append(cfg.bundles, &c.Webhooks[i].ClientConfig.CABundle)
+			}
+			out = append(out, cfg)
 		}
 	}
 	for _, name := range r.o.ValidatingConfigurations {
 		c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := r.live.Get(ctx, types.NamespacedName{Name: name}, c); err != nil {
-			errs = append(errs, client.IgnoreNotFound(err))
-			continue
+		ok, err := get(name, c, "ValidatingWebhookConfiguration")
+		if err != nil {
+			return nil, err
 		}
-		changed := false
-		for i := range c.Webhooks {
-			if !bytes.Equal(c.Webhooks[i].ClientConfig.CABundle, bundle) {
-				c.Webhooks[i].ClientConfig.CABundle, changed = bundle, true
+		if ok {
+			cfg := configuration{obj: c}
+			for i := range c.Webhooks {
+				cfg.bundles = append(cfg.bundles, &c.Webhooks[i].ClientConfig.CABundle)
 			}
-		}
-		if changed {
-			errs = append(errs, r.c.Update(ctx, c))
+			out = append(out, cfg)
 		}
 	}
-	return errors.Join(errs...)
+	return out, nil
 }
