@@ -146,6 +146,9 @@ func run(keep bool) error {
 	if err := reservationScene(ctx, cp); err != nil {
 		return fmt.Errorf("reservation scene: %w", err)
 	}
+	if err := admissionScene(ctx, cp); err != nil {
+		return fmt.Errorf("admission scene: %w", err)
+	}
 	if err := trustScene(ctx, cp); err != nil {
 		return fmt.Errorf("trust scene: %w", err)
 	}
@@ -258,8 +261,15 @@ func startManager(ctx context.Context, cp *controlplane.ControlPlane) (stop func
 	if err := gates.Set("BatchResource=false"); err != nil {
 		return nil, err
 	}
+	port, err := webhookPort(ctx, cp)
+	if err != nil {
+		return nil, err
+	}
 	mctx, cancel := context.WithCancel(ctx)
-	mgr, err := manager.New(mctx, cp.Config, manager.Options{Namespace: managerNamespace, MetricsAddr: "0", HealthAddr: "0", Gates: gates, ReservationGCAfter: time.Hour})
+	mgr, err := manager.New(mctx, cp.Config, manager.Options{Namespace: managerNamespace, MetricsAddr: "0", HealthAddr: "0", Gates: gates, ReservationGCAfter: time.Hour,
+		Webhook: manager.WebhookOptions{Host: "127.0.0.1", Port: port, CertSecret: "koord-webhook-certs", CertSelfManaged: true, CertHosts: []string{"127.0.0.1"},
+			CertValidity: 24 * time.Hour, MutatingConfigurations: []string{"koord-mutating-webhook-configuration"},
+			ValidatingConfigurations: []string{"koord-validating-webhook-configuration"}}})
 	if err != nil {
 		cancel()
 		return nil, err

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,41 +22,6 @@ import (
 	"github.com/koord-project/koord/manifests"
 	"github.com/koord-project/koord/pkg/slo/config"
 )
-
-// webhookConfigurations are the chart's two configurations
-// (deploy/charts/koord/templates/webhooks.yaml) with a URL in place of the
-// Service: the API server calls koord-manager on 127.0.0.1. Their caBundle
-// is left empty for koord-manager to fill in.
-func webhookConfigurations(port int) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
-	ignore := admissionregistrationv1.Ignore
-	none := admissionregistrationv1.SideEffectClassNone
-	skip := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "koord-system"}}}}
-	url := func(path string) admissionregistrationv1.WebhookClientConfig {
-		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", port, path))}
-	}
-	rule := func(group, version, resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
-		return []admissionregistrationv1.RuleWithOperations{{Operations: ops, Rule: admissionregistrationv1.Rule{
-			APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}}}}
-	}
-	create, update := admissionregistrationv1.Create, admissionregistrationv1.Update
-	m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "koord-mutating-webhook-configuration"},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name: "mpod-create.koordinator.sh", ClientConfig: url("/mutate-pod"), Rules: rule("", "v1", "pods", create),
-			NamespaceSelector: skip, FailurePolicy: &ignore, SideEffects: &none, TimeoutSeconds: ptr.To[int32](10), AdmissionReviewVersions: []string{"v1"},
-		}}}
-	v := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "koord-validating-webhook-configuration"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name: "vpod.koordinator.sh", ClientConfig: url("/validate-pod"), Rules: rule("", "v1", "pods", create, update),
-			NamespaceSelector: skip, FailurePolicy: &ignore, SideEffects: &none, TimeoutSeconds: ptr.To[int32](10), AdmissionReviewVersions: []string{"v1"},
-		}, {
-			Name: "vconfigmap.koordinator.sh", ClientConfig: url("/validate-configmap"), Rules: rule("", "v1", "configmaps", create, update),
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "koord-system"}},
-			MatchConditions:   []admissionregistrationv1.MatchCondition{{Name: "slo-controller-config", Expression: "object.metadata.name == 'slo-controller-config'"}},
-			FailurePolicy:     &ignore, SideEffects: &none, TimeoutSeconds: ptr.To[int32](10), AdmissionReviewVersions: []string{"v1"},
-		}}}
-	return m, v
-}
 
 // servedSerial is the serial number of the certificate koord-manager's
 // webhook server presents now.
@@ -107,7 +71,7 @@ func TestWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := freePort(t)
-	mwc, vwc := webhookConfigurations(port)
+	mwc, vwc := controlplane.WebhookConfigurations(port)
 	if _, err := cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +113,7 @@ func TestWebhooks(t *testing.T) {
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		m, err1 := cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, mwc.Name, metav1.GetOptions{})
 		v, err2 := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, vwc.Name, metav1.GetOptions{})
-		return err1 == nil && err2 == nil && len(m.Webhooks[0].ClientConfig.CABundle) > 0 && len(v.Webhooks[1].ClientConfig.CABundle) > 0 && servedSerial(port) != "", nil
+		return err1 == nil && err2 == nil && len(m.Webhooks[0].ClientConfig.CABundle) > 0 && len(v.Webhooks[3].ClientConfig.CABundle) > 0 && servedSerial(port) != "", nil
 	})
 	if err != nil {
 		t.Fatalf("no CA bundle injected or no certificate served: %v", err)

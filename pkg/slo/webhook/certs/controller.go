@@ -131,6 +131,8 @@ type renewer struct {
 	c    client.Client
 	live client.Reader
 	kick chan struct{}
+	// waiting: none of the configurations exists yet.
+	waiting bool
 }
 
 func (r *renewer) NeedLeaderElection() bool { return true }
@@ -147,17 +149,23 @@ func (r *renewer) period() time.Duration {
 }
 
 func (r *renewer) Start(ctx context.Context) error {
-	t := time.NewTicker(r.period())
-	defer t.Stop()
 	for {
+		wait := r.period()
 		if err := r.sync(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			ctrl.Log.Error(err, "Keeping the webhook certificate current; retrying", "secret", r.o.Namespace+"/"+r.o.SecretName)
+			wait = min(wait, 5*time.Second)
+		} else if r.waiting {
+			// Installed together with its configurations: they come soon.
+			wait = min(wait, 5*time.Second)
 		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
 		case <-t.C:
 		case <-r.kick:
+			t.Stop()
 		}
 	}
 }
@@ -171,7 +179,8 @@ func (r *renewer) sync(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if len(configs) == 0 && len(r.o.MutatingConfigurations)+len(r.o.ValidatingConfigurations) > 0 {
+	r.waiting = len(configs) == 0 && len(r.o.MutatingConfigurations)+len(r.o.ValidatingConfigurations) > 0
+	if r.waiting {
 		ctrl.Log.V(2).Info("No webhook configuration to serve; not writing a certificate", "mutating", r.o.MutatingConfigurations, "validating", r.o.ValidatingConfigurations)
 		return nil
 	}

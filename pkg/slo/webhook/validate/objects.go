@@ -42,9 +42,24 @@ func Reservation(r *schedulingv1alpha1.Reservation) field.ErrorList {
 		}
 	}
 	if t := r.Spec.Template; t != nil {
-		pod := &corev1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}
+		pod := &corev1.Pod{ObjectMeta: *t.ObjectMeta.DeepCopy(), Spec: t.Spec}
 		tmpl := field.NewPath("spec", "template")
-		for _, e := range append(append(qosAndPriority(pod), batchNeedsBE(pod)...), wholeCPUs(pod)...) {
+		// No admission resolves a template's priorityClassName into
+		// spec.priority: a koord-* class name stands for its band, and a
+		// template whose band cannot be told is not held to the pairs.
+		var pairs field.ErrorList
+		if band := extension.PriorityClassByName(t.Spec.PriorityClassName); pod.Spec.Priority == nil && band != extension.PriorityNone {
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			if _, ok := pod.Labels[extension.LabelPodPriorityClass]; !ok {
+				pod.Labels[extension.LabelPodPriorityClass] = string(band)
+			}
+		}
+		if pod.Spec.Priority != nil || pod.Labels[extension.LabelPodPriorityClass] != "" {
+			pairs = qosAndPriority(pod)
+		}
+		for _, e := range append(append(pairs, batchNeedsBE(pod)...), wholeCPUs(pod)...) {
 			e.Field = tmpl.String() + "." + e.Field
 			errs = append(errs, e)
 		}

@@ -126,6 +126,18 @@ func TestReservation(t *testing.T) {
 	if errs := Reservation(good()); len(errs) > 0 {
 		t.Fatalf("refused: %v", errs)
 	}
+	// manifests/samples/reservation.yaml: an LSR template naming koord-prod
+	// (no spec.priority: nothing resolves a template's class), and one
+	// whose class is not a koord band.
+	for _, class := range []string{"koord-prod", "team-high"} {
+		r := good()
+		r.Spec.Template.Labels = map[string]string{extension.LabelPodQoS: "LSR"}
+		r.Spec.Template.Spec.PriorityClassName = class
+		r.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+		if errs := Reservation(r); len(errs) > 0 {
+			t.Errorf("LSR template of class %s refused: %v", class, errs)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		edit func(*schedulingv1alpha1.Reservation)
@@ -142,6 +154,10 @@ func TestReservation(t *testing.T) {
 			r.Spec.Template.Labels = map[string]string{extension.LabelPodQoS: "LSR"}
 			p := int32(5000)
 			r.Spec.Template.Spec.Priority = &p
+		}, "spec.template.metadata.labels[koordinator.sh/qosClass]"},
+		{"template LSR with the koord-batch class", func(r *schedulingv1alpha1.Reservation) {
+			r.Spec.Template.Labels = map[string]string{extension.LabelPodQoS: "LSR"}
+			r.Spec.Template.Spec.PriorityClassName = "koord-batch"
 		}, "spec.template.metadata.labels[koordinator.sh/qosClass]"},
 		{"template annotation", func(r *schedulingv1alpha1.Reservation) {
 			r.Spec.Template.Annotations = map[string]string{extension.AnnotationResourceSpec: "{"}
