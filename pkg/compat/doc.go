@@ -36,7 +36,8 @@ test/compat applies Koordinator's own published examples (its documentation's
 and repository's, each naming its source) to Koord unchanged and asserts what
 each becomes.
 
-Every field of Koordinator's NodeSLO, NodeMetric and Reservation schemas and
+Every field of Koordinator's NodeSLO, NodeMetric, Reservation and
+ClusterColocationProfile schemas and
 of slo-controller-config's colocation-config, resource-threshold-config,
 resource-qos-config, cpu-burst-config and system-config is **supported**
 unless the table says otherwise. ` + "`*`" + ` stands for any key or list element
@@ -58,7 +59,9 @@ deployment's flags start Koord unchanged.
 
 Implemented: `)
 	b.WriteString(code(implemented))
-	b.WriteString(`.
+	b.WriteString(`. Their defaults are Koordinator's, except ` + "`ConfigMapValidatingWebhook`" + `:
+on in Koord (off in Koordinator), since refusing an slo-controller-config
+koord-manager would not accept loses nothing.
 
 Accepted, not acted on (logged once at start when set away from the
 default, and listed in ` + "`koord_feature_gate_not_implemented{gate}`" + `): `)
