@@ -97,4 +97,3 @@ func admissionScene(ctx context.Context, cp *controlplane.ControlPlane) error {
 	fmt.Printf("  LSR pod asking for 1500m CPUs: refused: %s\n", afterLast(err.Error(), "denied the request: "))
 	return nil
 }
-

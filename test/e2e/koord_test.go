@@ -250,7 +250,7 @@ var _ = Describe("scheduling", Label("scheduling"), func() {
 				deletePod(ctx, bad.Name)
 			}
 			return err
-		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2*time.Second).Should(MatchError(And(
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(MatchError(And(
 			ContainSubstring("vpod.koordinator.sh"), ContainSubstring(extension.AnnotationResourceSpec))))
 		createPod(ctx, podOpts{name: "good-after-bad", scheduler: koordScheduler, cpu: "50m", memory: "16Mi", nodeName: realNode})
 		waitRunning(ctx, "good-after-bad")

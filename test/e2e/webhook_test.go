@@ -99,4 +99,3 @@ var _ = Describe("admission webhooks", Label("webhook"), func() {
 		eventuallyFile(ctx, cgroupFile("memory", podCgroup(pod, true), "memory.limit_in_bytes"), "67108864")
 	})
 })
-
