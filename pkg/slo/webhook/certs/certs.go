@@ -238,7 +238,12 @@ func parseKey(b []byte) (crypto.Signer, error) {
 	if k, err := x509.ParseECPrivateKey(blk.Bytes); err == nil {
 		return k, nil
 	}
-	return x509.ParsePKCS1PrivateKey(blk.Bytes)
+	k, err := x509.ParsePKCS1PrivateKey(blk.Bytes)
+	if err != nil {
+		// Not k: a nil *rsa.PrivateKey in a crypto.Signer is not a nil Signer.
+		return nil, err
+	}
+	return k, nil
 }
 
 type publicKeyEqual interface{ Equal(crypto.PublicKey) bool }

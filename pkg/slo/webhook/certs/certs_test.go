@@ -143,3 +143,19 @@ func TestProviderServesTheLatest(t *testing.T) {
 		t.Fatal("a broken Secret dropped the certificate being served")
 	}
 }
+
+// FuzzRenew: whatever the Secret holds (someone edited it by hand), Renew
+// returns a certificate that verifies, or an error; never a panic.
+func FuzzRenew(f *testing.F) {
+	good, _, _ := Renew(nil, []string{"a.svc"}, time.Hour, time.Now())
+	f.Add(good[KeyCACert], good[KeyCAKey], good[KeyCert], good[KeyKey])
+	f.Add([]byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"), []byte("x"), []byte(""), []byte("-----BEGIN PRIVATE KEY-----\n\n-----END PRIVATE KEY-----\n"))
+	f.Fuzz(func(t *testing.T, ca, caKey, cert, key []byte) {
+		now := time.Now()
+		out, _, err := Renew(map[string][]byte{KeyCACert: ca, KeyCAKey: caKey, KeyCert: cert, KeyKey: key}, []string{"a.svc"}, time.Hour, now)
+		if err != nil {
+			return
+		}
+		verify(t, out, "a.svc", now)
+	})
+}

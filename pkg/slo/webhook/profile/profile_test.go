@@ -374,3 +374,26 @@ func TestPatchIsStrategic(t *testing.T) {
 		t.Errorf("containers are merged by name, not replaced: %+v tolerations %v", c, pod.Spec.Tolerations)
 	}
 }
+
+// FuzzApply: a profile (an operator's, but checked only by a webhook that
+// may be down) and a pod (a tenant's) of any shape: Apply changes the pod or
+// returns an error naming the profile; never a panic.
+func FuzzApply(f *testing.F) {
+	f.Add([]byte(docProfile), []byte(docPod))
+	f.Add([]byte(`{"metadata":{"name":"p"},"spec":{"patch":{"spec":{"containers":[{"name":"app","resources":{"limits":{"cpu":"1"}}}]}},"qosClass":"BE"}}`), []byte(`{"spec":{"containers":[{"name":"app"}],"overhead":{"cpu":"100m"}}}`))
+	f.Add([]byte(`{"metadata":{"name":"p"},"spec":{"probability":"50%","labelSuffixes":{"a":"b"},"labelKeysMapping":{"x":"y"}}}`), []byte(`{"metadata":{"labels":{"a":"1"}}}`))
+	f.Fuzz(func(t *testing.T, profileJSON, podJSON []byte) {
+		p := &colocationv1alpha1.ClusterColocationProfile{}
+		pod := &corev1.Pod{}
+		if yaml.Unmarshal(profileJSON, p) != nil || yaml.Unmarshal(podJSON, pod) != nil {
+			return
+		}
+		p.Name = "fuzzed"
+		pod.Namespace = "spark"
+		c := docCluster(t)
+		c.profiles = []*colocationv1alpha1.ClusterColocationProfile{p}
+		if _, err := (&Mutator{Cluster: c, Intn: func(int) int { return 0 }}).Apply(pod); err != nil && !strings.Contains(err.Error(), "fuzzed") && !strings.Contains(err.Error(), "namespace spark") {
+			t.Fatalf("error does not name the profile: %v", err)
+		}
+	})
+}

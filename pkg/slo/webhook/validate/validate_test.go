@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	colocationv1alpha1 "github.com/koord-project/koord/apis/colocation/v1alpha1"
 	"github.com/koord-project/koord/apis/extension"
@@ -229,3 +230,25 @@ func TestSLOConfig(t *testing.T) {
 }
 
 func ptrIntStr(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
+
+// FuzzPod: a tenant's labels, annotations and requests of any value get an
+// answer (admitted or refused with field errors), never a panic.
+func FuzzPod(f *testing.F) {
+	f.Add("LSR", "7", "1500m", extension.AnnotationResourceSpec, `{"preferredCPUBindPolicy": 7`, int32(9000), "BE")
+	f.Add("BE", "x", "0", extension.AnnotationReservationAffinity, `{"name":""}`, int32(0), "")
+	f.Add("", "", "1e3", extension.AnnotationPodCPUBurst, `{"cpuBurstPercent":-1}`, int32(5000), "LS")
+	f.Fuzz(func(t *testing.T, q, sub, cpu, key, value string, priority int32, oldQoS string) {
+		p := pod(qos(q), label(extension.LabelPodPriority, sub), annotation(key, value), prio(priority))
+		if c, err := resource.ParseQuantity(cpu); err == nil {
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: c, extension.BatchCPU: c}
+		}
+		old := pod(qos(oldQoS))
+		for _, errs := range []field.ErrorList{PodRules{}.Pod(p, nil), PodRules{}.Pod(p, old)} {
+			for _, e := range errs {
+				if e.Field == "" {
+					t.Fatalf("error without a field: %v", e)
+				}
+			}
+		}
+	})
+}
