@@ -7,6 +7,7 @@ import (
 	"net"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,25 +90,30 @@ func TestWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var out syncBuffer
-	health := freePort(t)
-	cmd := exec.Command(commandBinary(t, "koord-manager", "KOORD_MANAGER_BIN"), "--kubeconfig="+kubeconfig, "--namespace=koord-system",
-		"--metrics-addr=0", fmt.Sprintf("--health-addr=127.0.0.1:%d", health),
-		fmt.Sprintf("--webhook-port=%d", port), "--webhook-host=127.0.0.1", "--webhook-hosts=127.0.0.1",
-		// Renewed every 20 s or so: the test sees one renewal.
-		"--webhook-cert-validity=30s", "-v=2")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("koord-manager output:\n%s", out.String())
+	// Two replicas, as the chart runs: the first takes the lease and writes
+	// the certificate; the second serves the same one from the Secret.
+	startReplica := func(port int) (stop func(), out *syncBuffer) {
+		out = &syncBuffer{}
+		cmd := exec.Command(commandBinary(t, "koord-manager", "KOORD_MANAGER_BIN"), "--kubeconfig="+kubeconfig, "--namespace=koord-system",
+			"--metrics-addr=0", fmt.Sprintf("--health-addr=127.0.0.1:%d", freePort(t)),
+			fmt.Sprintf("--webhook-port=%d", port), "--webhook-host=127.0.0.1", "--webhook-hosts=127.0.0.1",
+			// Renewed every 20 s or so: the test sees renewals.
+			"--webhook-cert-validity=30s", "-v=2")
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-	})
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			if t.Failed() {
+				t.Logf("koord-manager (webhook port %d) output:\n%s", port, out.String())
+			}
+		})
+		return func() { _ = cmd.Process.Signal(syscall.SIGTERM); <-exited }, out
+	}
+	stopFirst, out := startReplica(port)
 	waitBatch(t, ctx, cp, "wh-batch", 3800, -1)
 	// koord-manager has written its CA into both configurations.
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -118,6 +124,19 @@ func TestWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no CA bundle injected or no certificate served: %v", err)
 	}
+	port2 := freePort(t)
+	stopSecond, out2 := startReplica(port2)
+	sameCert := func(what string) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			a, b := servedSerial(port), servedSerial(port2)
+			return a != "" && a == b, nil
+		})
+		if err != nil {
+			t.Fatalf("%s: the replicas serve %q and %q, want the Secret's certificate on both", what, servedSerial(port), servedSerial(port2))
+		}
+	}
+	sameCert("at start")
 
 	// The Secret lives as long as the configurations it serves (garbage
 	// collection deletes it with them at uninstall).
@@ -209,13 +228,35 @@ func TestWebhooks(t *testing.T) {
 	if p := mutated("after-renewal", "1"); p.Labels[extension.LabelPodQoS] != "BE" {
 		t.Errorf("after the renewal the pod was not mutated: %v", p.Labels)
 	}
-	if strings.Contains(out.String(), "is forbidden") {
-		t.Errorf("the shipped RBAC is missing a permission:\n%s", grepLines(out.String(), "is forbidden"))
+	sameCert("after a renewal")
+	for _, o := range []*syncBuffer{out, out2} {
+		if strings.Contains(o.String(), "is forbidden") {
+			t.Errorf("the shipped RBAC is missing a permission:\n%s", grepLines(o.String(), "is forbidden"))
+		}
+	}
+
+	// The leader stops; the other replica takes the lease and renews in
+	// its turn, from the same CA (the caBundle stays as it was).
+	bundle := func() string {
+		m, _ := cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, mwc.Name, metav1.GetOptions{})
+		return string(m.Webhooks[0].ClientConfig.CABundle)
+	}
+	caBefore := bundle()
+	stopFirst()
+	second := servedSerial(port2)
+	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, false, func(context.Context) (bool, error) {
+		s := servedSerial(port2)
+		return s != "" && s != second, nil
+	})
+	if err != nil {
+		t.Fatalf("after the leader left, nobody renewed the certificate %s", second)
+	}
+	if caBefore != bundle() {
+		t.Error("the new leader issued a new CA: it must carry on with the Secret's")
 	}
 
 	// koord-manager down: pods are admitted as they are.
-	_ = cmd.Process.Kill()
-	<-exited
+	stopSecond()
 	if p := mutated("while-down", "1"); p.Labels[extension.LabelPodQoS] != "" {
 		t.Errorf("mutated with koord-manager down: %v", p.Labels)
 	}
