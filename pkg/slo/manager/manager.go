@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -263,6 +264,13 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, o Options, p *certs.Pr
 		Recorder: mgr.GetEventRecorderFor("koord-manager"),
 	}, ctrlmetrics.Registry); err != nil {
 		return err
+	}
+	// Informers for what the pod webhook reads start with the manager, not
+	// at the first admission.
+	for _, obj := range []client.Object{&colocationv1alpha1.ClusterColocationProfile{}, &corev1.Namespace{}, &schedulingv1.PriorityClass{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return err
+		}
 	}
 	h, err := webhook.New(mgr.GetClient(), webhook.Options{
 		Gates:          o.Gates,

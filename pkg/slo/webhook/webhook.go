@@ -70,18 +70,21 @@ func New(c client.Reader, o Options) (Handlers, error) {
 	gate := func(f featuregate.Feature) bool {
 		return o.Gates == nil || o.Gates.Enabled(f)
 	}
-	cl := &cacheCluster{c: c}
-	mut := &profile.Mutator{Cluster: cl, SkipResources: o.Gates != nil && o.Gates.Enabled(features.ColocationProfileSkipMutatingResources)}
+	skipResources := o.Gates != nil && o.Gates.Enabled(features.ColocationProfileSkipMutatingResources)
 	podRules := validate.PodRules{MutablePriority: o.Gates != nil && o.Gates.Enabled(features.ColocationProfileSkipValidatingPriority)}
 	a := &admitter{o: o, m: m}
 	h := Handlers{
-		PathMutatePod: a.serve("mutate-pod", gate(features.PodMutatingWebhook), func(ctx context.Context, req admission.Request) admission.Response { return mutatePod(mut, req) }),
+		PathMutatePod: a.serve("mutate-pod", gate(features.PodMutatingWebhook), func(ctx context.Context, req admission.Request) admission.Response {
+			// Reads from the cache end with the request (the API server
+			// stops waiting after timeoutSeconds).
+			return mutatePod(&profile.Mutator{Cluster: &cacheCluster{c: c, ctx: ctx}, SkipResources: skipResources}, req)
+		}),
 		PathValidatePod: a.serve("validate-pod", gate(features.PodValidatingWebhook), func(ctx context.Context, req admission.Request) admission.Response {
 			return validatePod(podRules, req)
 		}),
 		PathValidateRes: a.serve("validate-reservation", gate(features.PodValidatingWebhook), validateReservation),
 		PathValidateProfile: a.serve("validate-clustercolocationprofile", gate(features.PodMutatingWebhook), func(ctx context.Context, req admission.Request) admission.Response {
-			return validateProfile(ctx, cl, req)
+			return validateProfile(&cacheCluster{c: c, ctx: ctx}, req)
 		}),
 	}
 	// The configuration lives in Koord's own namespace by default: this one
@@ -213,7 +216,7 @@ func validateReservation(_ context.Context, req admission.Request) admission.Res
 	return admission.Allowed("")
 }
 
-func validateProfile(_ context.Context, cl *cacheCluster, req admission.Request) admission.Response {
+func validateProfile(cl *cacheCluster, req admission.Request) admission.Response {
 	p := &colocationv1alpha1.ClusterColocationProfile{}
 	if err := json.Unmarshal(req.Object.Raw, p); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
@@ -249,13 +252,17 @@ func validateConfigMap(key types.NamespacedName, req admission.Request) admissio
 	return admission.Allowed("").WithWarnings(warnings...)
 }
 
-// cacheCluster reads what the mutator needs from the manager's cache.
-type cacheCluster struct{ c client.Reader }
+// cacheCluster reads what the mutator needs from the manager's cache, for
+// one request.
+type cacheCluster struct {
+	c   client.Reader
+	ctx context.Context
+}
 
 func (c *cacheCluster) Profiles() ([]*colocationv1alpha1.ClusterColocationProfile, error) {
 	var l colocationv1alpha1.ClusterColocationProfileList
 	// The cache hands out its own objects (no copy): the mutator only reads them.
-	if err := c.c.List(context.Background(), &l, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.c.List(c.ctx, &l, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := make([]*colocationv1alpha1.ClusterColocationProfile, len(l.Items))
@@ -267,7 +274,7 @@ func (c *cacheCluster) Profiles() ([]*colocationv1alpha1.ClusterColocationProfil
 
 func (c *cacheCluster) NamespaceLabels(name string) (map[string]string, error) {
 	ns := &corev1.Namespace{}
-	if err := c.c.Get(context.Background(), types.NamespacedName{Name: name}, ns); err != nil {
+	if err := c.c.Get(c.ctx, types.NamespacedName{Name: name}, ns); err != nil {
 		return nil, err
 	}
 	return ns.Labels, nil
@@ -275,7 +282,7 @@ func (c *cacheCluster) NamespaceLabels(name string) (map[string]string, error) {
 
 func (c *cacheCluster) PriorityClass(name string) (*schedulingv1.PriorityClass, error) {
 	pc := &schedulingv1.PriorityClass{}
-	if err := c.c.Get(context.Background(), types.NamespacedName{Name: name}, pc); err != nil {
+	if err := c.c.Get(c.ctx, types.NamespacedName{Name: name}, pc); err != nil {
 		return nil, err
 	}
 	return pc, nil
