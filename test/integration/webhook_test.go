@@ -22,6 +22,7 @@ import (
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/manifests"
 	"github.com/koord-project/koord/pkg/slo/config"
+	"github.com/koord-project/koord/pkg/slo/webhook/certs"
 )
 
 // servedSerial is the serial number of the certificate koord-manager's
@@ -262,5 +263,90 @@ func TestWebhooks(t *testing.T) {
 	}
 	if _, err := cp.Client.CoreV1().Pods("web").Create(ctx, lsr, metav1.CreateOptions{}); err != nil {
 		t.Errorf("with koord-manager down the LSR pod was refused: %v", err)
+	}
+}
+
+// With --webhook-cert-source=secret (the chart's manager.webhook.certManager)
+// cert-manager owns the Secret and the CA bundle: koord-manager serves the
+// Secret's certificate, follows it when cert-manager renews it, and writes
+// neither. The test plays cert-manager.
+func TestWebhookCertFromSecret(t *testing.T) {
+	ctx := testContext(t)
+	cp := startControlPlane(t, controlplane.Options{})
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "koord-system"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	issue := func() map[string][]byte {
+		data, _, err := certs.Renew(nil, []string{"127.0.0.1"}, time.Hour, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(data, certs.KeyCAKey) // cert-manager's Secret has no CA key
+		return data
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "koord-system", Name: "koord-webhook-certs"}, Type: corev1.SecretTypeTLS, Data: issue()}
+	secret, err := cp.Client.CoreV1().Secrets("koord-system").Create(ctx, secret, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	mwc, vwc := controlplane.WebhookConfigurations(port)
+	for i := range mwc.Webhooks {
+		mwc.Webhooks[i].ClientConfig.CABundle = secret.Data[certs.KeyCACert]
+	}
+	if _, err := cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	cmd := exec.Command(commandBinary(t, "koord-manager", "KOORD_MANAGER_BIN"), "--kubeconfig="+cp.Kubeconfig, "--namespace=koord-system",
+		"--metrics-addr=0", fmt.Sprintf("--health-addr=127.0.0.1:%d", freePort(t)), fmt.Sprintf("--webhook-port=%d", port),
+		"--webhook-host=127.0.0.1", "--webhook-cert-source=secret", "-v=2")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("koord-manager output:\n%s", out.String())
+		}
+	})
+	serves := func(data map[string][]byte) {
+		t.Helper()
+		want, err := certs.Serving(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return servedSerial(port) == want.Leaf.SerialNumber.String(), nil
+		}); err != nil {
+			t.Fatalf("serving %q, want the Secret's certificate %s", servedSerial(port), want.Leaf.SerialNumber)
+		}
+	}
+	serves(secret.Data)
+	// cert-manager renews: the new certificate is served without a restart.
+	secret.Data = issue()
+	if secret, err = cp.Client.CoreV1().Secrets("koord-system").Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	serves(secret.Data)
+	// Nothing of cert-manager's was written.
+	got, err := cp.Client.CoreV1().Secrets("koord-system").Get(ctx, secret.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != secret.ResourceVersion {
+		t.Error("koord-manager wrote cert-manager's Secret")
+	}
+	v, err := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, vwc.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Webhooks[0].ClientConfig.CABundle) != 0 {
+		t.Error("koord-manager injected a CA bundle where cert-manager's injector does")
 	}
 }
