@@ -8,6 +8,7 @@ package validate
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,11 +36,27 @@ type PodRules struct {
 
 // Pod checks a pod being created (old nil) or updated. The rules are
 // Koordinator's pod webhook's, plus the parse of every Koord annotation a
-// component reads from a pod.
+// component reads from a pod. An update is refused only for what it
+// changes: a pod admitted while the webhook was down (failurePolicy Ignore)
+// or before Koord was installed keeps working, so the scheduler's and
+// koordlet's own updates to it are not refused for what it always had.
 func (r PodRules) Pod(pod, old *corev1.Pod) field.ErrorList {
+	errs := contents(pod)
+	if old == nil {
+		return errs
+	}
+	had := map[string]bool{}
+	for _, e := range contents(old) {
+		had[e.Error()] = true
+	}
+	errs = slices.DeleteFunc(errs, func(e *field.Error) bool { return had[e.Error()] })
+	return append(r.immutable(pod, old), errs...)
+}
+
+// contents are the rules on what a pod is, whether created or updated.
+func contents(pod *corev1.Pod) field.ErrorList {
 	var errs field.ErrorList
-	qos, qosSet := pod.Labels[extension.LabelPodQoS]
-	if qosSet {
+	if qos, ok := pod.Labels[extension.LabelPodQoS]; ok {
 		if _, err := extension.ParseQoSClass(qos); err != nil {
 			errs = append(errs, field.NotSupported(labelsPath.Key(extension.LabelPodQoS), qos, []string{"LSE", "LSR", "LS", "BE", "SYSTEM"}))
 		}
@@ -49,14 +66,10 @@ func (r PodRules) Pod(pod, old *corev1.Pod) field.ErrorList {
 			errs = append(errs, field.Invalid(labelsPath.Key(extension.LabelPodPriority), v, "must be an integer (the pod's sub-priority within its band)"))
 		}
 	}
-	if old != nil {
-		errs = append(errs, r.immutable(pod, old)...)
-	}
 	errs = append(errs, qosAndPriority(pod)...)
 	errs = append(errs, batchNeedsBE(pod)...)
 	errs = append(errs, wholeCPUs(pod)...)
-	errs = append(errs, Annotations(annotationsPath, pod.Annotations)...)
-	return errs
+	return append(errs, Annotations(annotationsPath, pod.Annotations)...)
 }
 
 // immutable: the QoS class, the priority band and the sub-priority are

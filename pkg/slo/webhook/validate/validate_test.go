@@ -104,6 +104,7 @@ func TestPodUpdates(t *testing.T) {
 		{"band changed", pod(qos("BE"), prio(7000), label(extension.LabelPodPriority, "100")), PodRules{}, "spec.priority: Invalid value: \"koord-mid\": the priority band cannot change"},
 		{"sub-priority changed", pod(qos("BE"), prio(5000), label(extension.LabelPodPriority, "200")), PodRules{}, "metadata.labels[koordinator.sh/priority]"},
 		{"sub-priority changed, gate on", pod(qos("BE"), prio(5000), label(extension.LabelPodPriority, "200")), PodRules{MutablePriority: true}, ""},
+		{"a new malformed annotation", pod(qos("BE"), prio(5000), label(extension.LabelPodPriority, "100"), annotation(extension.AnnotationNUMATopologySpec, "x")), PodRules{}, "metadata.annotations[scheduling.koordinator.sh/numa-topology-spec]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.rules.Pod(tc.pod, old).ToAggregate()
@@ -114,6 +115,21 @@ func TestPodUpdates(t *testing.T) {
 				t.Errorf("got %v, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A pod admitted while the webhook was down keeps what it had: an update
+// (the scheduler's resource-status, say) is refused only for what it breaks.
+func TestPodUpdatesRatchet(t *testing.T) {
+	old := pod(qos("LSR"), prio(0), requests("cpu", "1500m"), annotation(extension.AnnotationResourceSpec, "{"))
+	upd := old.DeepCopy()
+	upd.Annotations[extension.AnnotationResourceStatus] = `{"cpuset":"0-1"}`
+	if errs := (PodRules{}).Pod(upd, old); len(errs) > 0 {
+		t.Errorf("an update that breaks nothing new was refused: %v", errs)
+	}
+	upd.Annotations[extension.AnnotationNUMATopologySpec] = "x"
+	if errs := (PodRules{}).Pod(upd, old); len(errs) != 1 || errs[0].Field != "metadata.annotations[scheduling.koordinator.sh/numa-topology-spec]" {
+		t.Errorf("errors %v, want only the new annotation's", errs)
 	}
 }
 
