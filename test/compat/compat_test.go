@@ -16,15 +16,20 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	colocationv1alpha1 "github.com/koord-project/koord/apis/colocation/v1alpha1"
+	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/manifests"
 	"github.com/koord-project/koord/pkg/compat"
 	"github.com/koord-project/koord/pkg/reservationutil"
 	"github.com/koord-project/koord/pkg/slo/config"
+	"github.com/koord-project/koord/pkg/slo/webhook/profile"
 )
 
 // expectation is what Koord makes of one corpus file.
@@ -42,6 +47,9 @@ type expectation struct {
 var anolis = map[string]string{"kubernetes.io/kernel": "anolis"}
 
 var corpus = map[string]expectation{
+	// koord-manager's pod webhook applies it to the documentation's own pod
+	// and gets the pod the documentation shows.
+	"docs-colocation-profile.yaml": {check: checkColocationProfile},
 	// The template of every key. Its system-config is not JSON (a comma is
 	// missing after clusterStrategy): Koordinator cannot read that key
 	// either, and Koord reports it, naming it; as in Koordinator, the other
@@ -303,4 +311,71 @@ func apply(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, pat
 		t.Fatalf("kubectl would refuse it: %v", err)
 	}
 	return objs
+}
+
+// apiCluster reads what a ClusterColocationProfile needs from the API server.
+type apiCluster struct {
+	ctx context.Context
+	cp  *controlplane.ControlPlane
+}
+
+func (c apiCluster) Profiles() ([]*colocationv1alpha1.ClusterColocationProfile, error) {
+	l, err := c.cp.Koord.ConfigV1alpha1().ClusterColocationProfiles().List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []*colocationv1alpha1.ClusterColocationProfile
+	for i := range l.Items {
+		out = append(out, &l.Items[i])
+	}
+	return out, nil
+}
+
+func (c apiCluster) NamespaceLabels(name string) (map[string]string, error) {
+	ns, err := c.cp.Client.CoreV1().Namespaces().Get(c.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return ns.Labels, nil
+}
+
+func (c apiCluster) PriorityClass(name string) (*schedulingv1.PriorityClass, error) {
+	return c.cp.Client.SchedulingV1().PriorityClasses().Get(c.ctx, name, metav1.GetOptions{})
+}
+
+// checkColocationProfile: the documentation's pod (YAML block 1 of the same
+// page), in a namespace the profile selects, comes out as the page shows it.
+func checkColocationProfile(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
+	if err := cp.Apply(ctx, manifests.PriorityClasses); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "colocation", Labels: map[string]string{"koordinator.sh/enable-colocation": "true"}}}
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "colocation", Name: "test-pod", Labels: map[string]string{"koordinator.sh/enable-colocation": "true"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.15.1", Resources: corev1.ResourceRequirements{
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("3456Mi")},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("3456Mi")},
+		}}}}}
+	if _, err := (&profile.Mutator{Cluster: apiCluster{ctx: ctx, cp: cp}}).Apply(pod); err != nil {
+		t.Fatal(err)
+	}
+	// What the page shows of the pod after creation.
+	c := pod.Spec.Containers[0].Resources
+	for k, want := range map[string]string{"koordinator.sh/qosClass": "BE", "koordinator.sh/priority": "1000", "koordinator.sh/mutated": "true"} {
+		if pod.Labels[k] != want {
+			t.Errorf("label %s = %q, want %q", k, pod.Labels[k], want)
+		}
+	}
+	if pod.Annotations["koordinator.sh/intercepted"] != "true" || *pod.Spec.TerminationGracePeriodSeconds != 30 || *pod.Spec.Priority != 5000 ||
+		pod.Spec.PriorityClassName != "koord-batch" || pod.Spec.SchedulerName != "koord-scheduler" {
+		t.Errorf("pod %+v %+v", pod.ObjectMeta, pod.Spec)
+	}
+	for _, l := range []corev1.ResourceList{c.Limits, c.Requests} {
+		cpu, mem := l[extension.BatchCPU], l[extension.BatchMemory]
+		if len(l) != 2 || cpu.Value() != 1000 || mem.Cmp(resource.MustParse("3456Mi")) != 0 {
+			t.Errorf("resources %v, want kubernetes.io/batch-cpu 1000 and batch-memory 3456Mi", l)
+		}
+	}
 }
