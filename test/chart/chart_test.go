@@ -160,14 +160,14 @@ func TestCRDToggles(t *testing.T) {
 	// PodGroup and ElasticQuota come in Koordinator's group by default, as
 	// its chart installs them.
 	if got := names(byKind(render(t), "CustomResourceDefinition")); got !=
-		"clustercolocationprofiles.config.koordinator.sh,reservations.scheduling.koordinator.sh,elasticquotas.scheduling.sigs.k8s.io,podgroups.scheduling.sigs.k8s.io,nodemetrics.slo.koordinator.sh,nodeslos.slo.koordinator.sh" {
+		"clustercolocationprofiles.config.koordinator.sh,podmigrationjobs.scheduling.koordinator.sh,reservations.scheduling.koordinator.sh,elasticquotas.scheduling.sigs.k8s.io,podgroups.scheduling.sigs.k8s.io,nodemetrics.slo.koordinator.sh,nodeslos.slo.koordinator.sh" {
 		t.Errorf("default CRDs %s", got)
 	}
-	if got := names(byKind(render(t, "--set", "crds.nodeslos=false,crds.noderesourcetopologies=true,crds.podgroups=false,crds.elasticquotas=false,crds.clustercolocationprofiles=false"), "CustomResourceDefinition")); got !=
+	if got := names(byKind(render(t, "--set", "crds.nodeslos=false,crds.noderesourcetopologies=true,crds.podgroups=false,crds.elasticquotas=false,crds.clustercolocationprofiles=false,crds.podmigrationjobs=false"), "CustomResourceDefinition")); got !=
 		"reservations.scheduling.koordinator.sh,nodemetrics.slo.koordinator.sh,noderesourcetopologies.topology.node.k8s.io" {
 		t.Errorf("toggled CRDs %s", got)
 	}
-	if got := names(byKind(render(t, "--set", "crds.schedulerPluginsPodgroups=true,crds.schedulerPluginsElasticquotas=true,crds.podgroups=false,crds.elasticquotas=false,crds.reservations=false,crds.clustercolocationprofiles=false"), "CustomResourceDefinition")); got !=
+	if got := names(byKind(render(t, "--set", "crds.schedulerPluginsPodgroups=true,crds.schedulerPluginsElasticquotas=true,crds.podgroups=false,crds.elasticquotas=false,crds.reservations=false,crds.clustercolocationprofiles=false,crds.podmigrationjobs=false"), "CustomResourceDefinition")); got !=
 		"elasticquotas.scheduling.x-k8s.io,podgroups.scheduling.x-k8s.io,nodemetrics.slo.koordinator.sh,nodeslos.slo.koordinator.sh" {
 		t.Errorf("toggled CRDs %s", got)
 	}

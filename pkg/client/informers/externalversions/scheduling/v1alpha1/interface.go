@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// PodMigrationJobs returns a PodMigrationJobInformer.
+	PodMigrationJobs() TypedPodMigrationJobInformer
 	// Reservations returns a ReservationInformer.
 	Reservations() TypedReservationInformer
 }
@@ -37,6 +39,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// PodMigrationJobs returns a TypedPodMigrationJobInformer.
+func (v *version) PodMigrationJobs() TypedPodMigrationJobInformer {
+	return &podMigrationJobInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // Reservations returns a TypedReservationInformer.

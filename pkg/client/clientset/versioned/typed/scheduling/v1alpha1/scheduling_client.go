@@ -28,12 +28,17 @@ import (
 
 type SchedulingV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	PodMigrationJobsGetter
 	ReservationsGetter
 }
 
 // SchedulingV1alpha1Client is used to interact with features provided by the scheduling.koordinator.sh group.
 type SchedulingV1alpha1Client struct {
 	restClient rest.Interface
+}
+
+func (c *SchedulingV1alpha1Client) PodMigrationJobs() PodMigrationJobInterface {
+	return newPodMigrationJobs(c)
 }
 
 func (c *SchedulingV1alpha1Client) Reservations() ReservationInterface {
