@@ -10,7 +10,7 @@ HEADER=hack/boilerplate.go.txt
 tool() { go tool -modfile=hack/tools/go.mod "$@"; }
 
 CRD_PKGS=("${MODULE}/apis/slo/v1alpha1" "${MODULE}/apis/colocation/v1alpha1" "${MODULE}/apis/scheduling/v1alpha1" "${MODULE}/apis/schedulingsigs/v1alpha1")
-ARGS_PKGS=("${MODULE}/apis/config" "${MODULE}/apis/config/v1")
+ARGS_PKGS=("${MODULE}/apis/config" "${MODULE}/apis/config/v1" "${MODULE}/apis/descheduler/v1alpha2")
 
 # Stale output can keep the inputs from type-checking; start from none.
 find apis -name "zz_generated.*.go" -delete
