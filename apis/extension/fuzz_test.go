@@ -2,7 +2,9 @@ package extension
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -182,4 +184,19 @@ func FuzzPodCPUBurst(f *testing.F) {
 	fuzzAnnotation(f, AnnotationPodCPUBurst, GetPodCPUBurst,
 		`{"policy":"auto","cpuBurstPercent":200}`, `{"policy":"cfsQuotaBurstOnly","cfsQuotaBurstPercent":300,"cfsQuotaBurstPeriodSeconds":-1}`,
 		`{"policy":"always"}`, `{"cfsQuotaBurstPercent":50}`, `{`, `null`, `[]`)
+}
+
+func FuzzGetEvictionCost(f *testing.F) {
+	for _, s := range []string{"0", "-5", "2147483647", "2147483648", " 7 ", "x", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		c, err := GetEvictionCost(map[string]string{AnnotationEvictionCost: v})
+		if err != nil && !strings.Contains(err.Error(), AnnotationEvictionCost) {
+			t.Fatalf("error does not name the key: %v", err)
+		}
+		if err == nil && NeverEvict(map[string]string{AnnotationEvictionCost: v}) != (c == math.MaxInt32) {
+			t.Fatal("NeverEvict disagrees with the cost")
+		}
+	})
 }

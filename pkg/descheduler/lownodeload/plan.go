@@ -323,14 +323,18 @@ func pickDest(pod *corev1.Pod, pu corev1.ResourceList, dests []*dest, high v1alp
 	return best, why
 }
 
-// candidates are the node's movable pods, in the order they go: the
-// lowest band first (free, batch, mid, then prod and pods in no band),
-// then the lowest priority, then BE before the other QoS classes, then the
-// most used.
+// candidates are the node's movable pods (never one whose eviction cost
+// is math.MaxInt32), in the order they go: the lowest band first (free,
+// batch, mid, then prod and pods in no band), then the lowest priority,
+// then the lowest eviction cost, then BE before the other QoS classes, then
+// the most used.
 func candidates(src NodeLoad, o Options) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range src.Pods {
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if extension.NeverEvict(p.Annotations) {
 			continue
 		}
 		if o.Movable == nil || o.Movable(p) {
@@ -347,6 +351,12 @@ func candidates(src NodeLoad, o Options) []*corev1.Pod {
 			return c
 		}
 		if c := cmp.Compare(priority(a), priority(b)); c != 0 {
+			return c
+		}
+		// Koordinator's eviction cost: the cheapest first among equals.
+		ca, _ := extension.GetEvictionCost(a.Annotations)
+		cb, _ := extension.GetEvictionCost(b.Annotations)
+		if c := cmp.Compare(ca, cb); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(qosRank(a), qosRank(b)); c != 0 {

@@ -186,12 +186,17 @@ func TestOrder(t *testing.T) {
 		pod("prod-ls", "n", "LS", 9000): "9", pod("mid", "n", "LS", 7000): "1", pod("batch-small", "n", "BE", 5000): "1",
 		pod("batch-big", "n", "BE", 5000): "5", pod("free", "n", "BE", 3000): "1", pod("batch-low", "n", "BE", 5001): "1",
 	}
+	never := pod("never", "n", "BE", 3000)
+	never.Annotations = map[string]string{extension.AnnotationEvictionCost: "2147483647"}
+	cheap := pod("batch-cheap", "n", "BE", 5000)
+	cheap.Annotations = map[string]string{extension.AnnotationEvictionCost: "-1"}
+	pods[never], pods[cheap] = "1", "1"
 	nl := load(n, "0", pods)
 	var got []string
 	for _, p := range candidates(nl, opts(1)) {
 		got = append(got, p.Name)
 	}
-	if strings.Join(got, ",") != "free,batch-big,batch-small,batch-low,mid,prod-ls" {
+	if strings.Join(got, ",") != "free,batch-cheap,batch-big,batch-small,batch-low,mid,prod-ls" {
 		t.Errorf("order %v", got)
 	}
 }
