@@ -47,7 +47,7 @@ fuzz:
 
 ## integration: tests against an in-process etcd + kube-apiserver, and bin/koord-scheduler; test/security attacks the trust boundaries there; test/compat applies Koordinator's published examples
 integration: build
-	KOORD_SCHEDULER_BIN=$(BIN)/koord-scheduler KOORDLET_BIN=$(BIN)/koordlet KOORD_MANAGER_BIN=$(BIN)/koord-manager $(GO) test -count=1 -timeout 30m ./test/integration/... ./test/security/... ./test/compat/...
+	KOORD_SCHEDULER_BIN=$(BIN)/koord-scheduler KOORDLET_BIN=$(BIN)/koordlet KOORD_MANAGER_BIN=$(BIN)/koord-manager KOORD_DESCHEDULER_BIN=$(BIN)/koord-descheduler $(GO) test -count=1 -timeout 30m ./test/integration/... ./test/security/... ./test/compat/...
 
 HELM := $(CURDIR)/_output/bin/helm
 
@@ -72,10 +72,10 @@ generate-bpf:
 ## images: container image tarballs of the components (the very binaries `make build` wrote), a pause image and the e2e workloads, written without Docker (hack/ociimage) into _output/images; import with `ctr -n k8s.io images import`
 images: build
 	$(GO) build -o $(IMAGES)/bin/ ./hack/images/... ./hack/ociimage
-	# koord-scheduler and koord-manager run as an unprivileged user; koordlet
+	# koord-scheduler, koord-manager and koord-descheduler run as an unprivileged user; koordlet
 	# as root, which owns the cgroup files it writes (the chart drops every
 	# capability but BPF and PERFMON).
-	for c in koord-scheduler:65532 koordlet:0 koord-manager:65532; do \
+	for c in koord-scheduler:65532 koordlet:0 koord-manager:65532 koord-descheduler:65532; do \
 		$(IMAGES)/bin/ociimage --out $(IMAGES)/$${c%%:*}.tar --tag koord/$${c%%:*}:$(IMAGE_TAG) --user $${c##*:} \
 			--file $(BIN)/$${c%%:*}=/usr/local/bin/$${c%%:*} --entrypoint /usr/local/bin/$${c%%:*}; \
 	done

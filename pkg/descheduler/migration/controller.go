@@ -33,7 +33,6 @@ import (
 
 	"github.com/koord-project/koord/apis/descheduler/v1alpha2"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
-	"github.com/koord-project/koord/pkg/reservationutil"
 )
 
 // LabelJobPod marks a job with its pod's UID, so that one pod has one
@@ -77,8 +76,20 @@ func terminal(p schedulingv1alpha1.PodMigrationJobPhase) bool {
 	return p == schedulingv1alpha1.PodMigrationJobSucceeded || p == schedulingv1alpha1.PodMigrationJobFailed || p == schedulingv1alpha1.PodMigrationJobAborted
 }
 
-// Reconcile moves a job one step.
+// Reconcile moves a job one step. An unfinished job is looked at again at
+// least every 10 seconds, so that its TTL is kept whatever it waits for.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.step(ctx, req)
+	if err == nil && res.RequeueAfter == 0 {
+		job := &schedulingv1alpha1.PodMigrationJob{}
+		if r.Client.Get(ctx, req.NamespacedName, job) == nil && !terminal(job.Status.Phase) {
+			res.RequeueAfter = 10 * time.Second
+		}
+	}
+	return res, err
+}
+
+func (r *Reconciler) step(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	job := &schedulingv1alpha1.PodMigrationJob{}
 	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -152,9 +163,16 @@ func (r *Reconciler) reservation(ctx context.Context, job *schedulingv1alpha1.Po
 		ref = o.ReservationRef
 	}
 	if ref == nil {
-		res, err := r.createReservation(ctx, job, pod)
+		// A reservation this job made before its spec update was seen (a
+		// stale cache, a conflict, a restart) is adopted, not made twice.
+		res, err := r.ownReservation(ctx, job)
 		if err != nil {
-			return nil, reconcile.Result{}, r.fail(ctx, job, schedulingv1alpha1.PodMigrationJobReasonFailedCreateReservation, err.Error())
+			return nil, reconcile.Result{}, err
+		}
+		if res == nil {
+			if res, err = r.createReservation(ctx, job, pod); err != nil {
+				return nil, reconcile.Result{}, r.fail(ctx, job, schedulingv1alpha1.PodMigrationJobReasonFailedCreateReservation, err.Error())
+			}
 		}
 		if job.Spec.ReservationOptions == nil {
 			job.Spec.ReservationOptions = &schedulingv1alpha1.PodMigrateReservationOptions{}
@@ -165,7 +183,7 @@ func (r *Reconciler) reservation(ctx context.Context, job *schedulingv1alpha1.Po
 		}
 		setCondition(job, schedulingv1alpha1.PodMigrationJobConditionReservationCreated, schedulingv1alpha1.PodMigrationJobConditionStatusTrue, "", "reservation "+res.Name, r.now())
 		r.Recorder.Eventf(job, corev1.EventTypeNormal, "ReservationCreated", "Reservation %s holds a place for the replacement of %s/%s off node %s", res.Name, pod.Namespace, pod.Name, pod.Spec.NodeName)
-		return nil, reconcile.Result{}, r.status(ctx, job, schedulingv1alpha1.PodMigrationJobRunning, string(schedulingv1alpha1.PodMigrationJobConditionReservationCreated), "waiting for the reservation to be scheduled")
+		return nil, reconcile.Result{RequeueAfter: 2 * time.Second}, r.status(ctx, job, schedulingv1alpha1.PodMigrationJobRunning, string(schedulingv1alpha1.PodMigrationJobConditionReservationCreated), "waiting for the reservation to be scheduled")
 	}
 	res := &schedulingv1alpha1.Reservation{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: ref.Name}, res); err != nil {
@@ -192,6 +210,20 @@ func (r *Reconciler) reservation(ctx context.Context, job *schedulingv1alpha1.Po
 		}
 	}
 	return nil, reconcile.Result{RequeueAfter: 5 * time.Second}, r.status(ctx, job, schedulingv1alpha1.PodMigrationJobRunning, string(schedulingv1alpha1.PodMigrationJobConditionReservationCreated), msg)
+}
+
+// ownReservation is the Reservation this job controls, if it made one.
+func (r *Reconciler) ownReservation(ctx context.Context, job *schedulingv1alpha1.PodMigrationJob) (*schedulingv1alpha1.Reservation, error) {
+	var list schedulingv1alpha1.ReservationList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if metav1.IsControlledBy(&list.Items[i], job) {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // createReservation makes the replacement's Reservation: the pod's spec as
@@ -280,7 +312,12 @@ func (r *Reconciler) evict(ctx context.Context, job *schedulingv1alpha1.PodMigra
 	if r.Args.EvictionPolicy == v1alpha2.EvictionPolicyDelete {
 		err = r.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, del)
 	} else {
-		err = r.Kube.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}, DeleteOptions: &del})
+		// Not the typed Evict: its client retries a 429 (a disruption
+		// budget's refusal) for minutes, holding the worker; the job retries
+		// on its own schedule instead.
+		err = r.Kube.PolicyV1().RESTClient().Post().AbsPath("/api/v1").Namespace(pod.Namespace).Resource("pods").Name(pod.Name).SubResource("eviction").
+			Body(&policyv1.Eviction{TypeMeta: metav1.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"}, ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}, DeleteOptions: &del}).
+			MaxRetries(0).Do(ctx).Error()
 	}
 	switch {
 	case apierrors.IsTooManyRequests(err):
@@ -328,13 +365,14 @@ func (r *Reconciler) afterEviction(ctx context.Context, job *schedulingv1alpha1.
 // fail ends the job Failed and deletes a reservation it made that no pod
 // took (nothing was evicted, or the replacement went elsewhere).
 func (r *Reconciler) fail(ctx context.Context, job *schedulingv1alpha1.PodMigrationJob, reason, msg string) error {
-	if o := job.Spec.ReservationOptions; o != nil && o.ReservationRef != nil {
-		res := &schedulingv1alpha1.Reservation{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Name: o.ReservationRef.Name}, res); err == nil &&
-			metav1.IsControlledBy(res, job) && len(res.Status.CurrentOwners) == 0 && !reservationutil.IsTerminal(res) {
-			if err := r.Client.Delete(ctx, res); client.IgnoreNotFound(err) != nil {
-				return err
-			}
+	res, err := r.ownReservation(ctx, job)
+	if err != nil {
+		return err
+	}
+	// Unused (or already failed by its own TTL): nobody needs it.
+	if res != nil && len(res.Status.CurrentOwners) == 0 && res.Status.Phase != schedulingv1alpha1.ReservationSucceeded {
+		if err := r.Client.Delete(ctx, res); client.IgnoreNotFound(err) != nil {
+			return err
 		}
 	}
 	r.Recorder.Event(job, corev1.EventTypeWarning, reason, msg)
