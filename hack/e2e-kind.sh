@@ -18,7 +18,7 @@ command -v docker >/dev/null || { echo "e2e-kind needs Docker (kind runs its nod
 go test -c -o "$OUT/e2e.test" ./test/e2e
 $KIND create cluster --name "$NAME" --config hack/kind/config.yaml --kubeconfig "$KUBECONFIG" --wait 3m
 trap '$KIND delete cluster --name "$NAME"' EXIT
-for img in koord-scheduler koordlet koord-manager sleeper burner ticker; do
+for img in koord-scheduler koordlet koord-manager koord-descheduler sleeper burner ticker; do
 	$KIND load image-archive --name "$NAME" "$OUT/images/$img.tar"
 done
 "$HELM" install koord deploy/charts/koord --namespace "$NS" --create-namespace --wait --timeout 5m \

@@ -30,7 +30,7 @@ teardown() {
 	if ((rc != 0)); then
 		log "failed (exit $rc); cluster state before teardown:"
 		"$OUT/cluster/bin/kubectl" get pods -A -o wide 2>&1 | sed 's/^/  /' >&2 || true
-		for c in koord-scheduler koord-manager koordlet; do
+		for c in koord-scheduler koord-manager koord-descheduler koordlet; do
 			log "--- last log lines of $c"
 			"$OUT/cluster/bin/kubectl" logs -n "$NS" -l "app.kubernetes.io/name=$c" --tail=30 --prefix 2>&1 | sed 's/^/  /' >&2 || true
 		done
@@ -50,7 +50,7 @@ log "building the suite"
 go test -c -o "$OUT/e2e.test" ./test/e2e
 trap teardown EXIT
 "$CLUSTER" up
-"$CLUSTER" import "$OUT"/images/{koord-scheduler,koordlet,koord-manager,sleeper,burner,ticker}.tar
+"$CLUSTER" import "$OUT"/images/{koord-scheduler,koordlet,koord-manager,koord-descheduler,sleeper,burner,ticker}.tar
 log "helm install $RELEASE (tag $IMAGE_TAG)"
 "$HELM" install "$RELEASE" deploy/charts/koord --namespace "$NS" --create-namespace --wait --timeout 5m \
 	--values "$KOORDINATOR_VALUES" --values test/e2e/values.yaml --set-string imageTag="$IMAGE_TAG" \

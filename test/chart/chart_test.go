@@ -14,7 +14,10 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"sigs.k8s.io/yaml"
+
+	"github.com/koord-project/koord/apis/descheduler/v1alpha2"
 )
 
 func chartDir(t *testing.T) string {
@@ -438,5 +441,42 @@ func TestWebhooks(t *testing.T) {
 	}
 	if args := toStrings(containers(t, named(t, objs, "Deployment", "koord-manager"))[0]["args"]); !slices.Contains(args, "--webhook-port=0") {
 		t.Errorf("args %v", args)
+	}
+}
+
+// koord-descheduler's ConfigMap holds a configuration koord-descheduler
+// loads (the same loader the binary runs), LowNodeLoad off unless asked, its
+// own namespace never evicted from; the toggle removes it all.
+func TestDescheduler(t *testing.T) {
+	load := func(objs []*unstructured.Unstructured) *v1alpha2.Config {
+		t.Helper()
+		cm := named(t, objs, "ConfigMap", "koord-descheduler-config")
+		data, _, _ := unstructured.NestedString(cm.Object, "data", "koord-descheduler-config")
+		cfg, err := v1alpha2.Load([]byte(data))
+		if err != nil {
+			t.Fatalf("the chart's descheduler configuration does not load: %v\n%s", err, data)
+		}
+		return cfg
+	}
+	objs := render(t)
+	named(t, objs, "Deployment", "koord-descheduler")
+	if cfg := load(objs); cfg.Run[0].LowNodeLoad != nil || cfg.DeschedulingInterval.Duration.String() != "2m0s" {
+		t.Errorf("default: LowNodeLoad %v interval %v, want off and 2m", cfg.Run[0].LowNodeLoad, cfg.DeschedulingInterval)
+	}
+	cfg := load(render(t, "--set", "descheduler.lowNodeLoad.enabled=true,descheduler.dryRun=true"))
+	l := cfg.Run[0].LowNodeLoad
+	if l == nil || l.HighThresholds["cpu"] != 75 || !slices.Contains(l.EvictableNamespaces.Exclude, "koord-system") || !cfg.DryRun ||
+		!slices.Contains(cfg.Run[0].MigrationController.Namespaces.Exclude, "koord-system") {
+		t.Errorf("lowNodeLoad.enabled: %+v dryRun %v", l, cfg.DryRun)
+	}
+	// Koordinator's values file (descheduler.* keys) installs it too.
+	values := filepath.Join(chartDir(t), "..", "..", "..", "test", "compat", "testdata", "koordinator-v1.8.0-values.yaml")
+	objs = render(t, "-f", values)
+	load(objs)
+	if c := containers(t, named(t, objs, "Deployment", "koord-descheduler"))[0]; !slices.Contains(toStrings(c["args"]), "--v=4") {
+		t.Errorf("descheduler.log.level not applied: %v", c["args"])
+	}
+	if n := len(byKind(render(t, "--set", "descheduler.enabled=false"), "Deployment")); n != 2 {
+		t.Errorf("%d Deployments with the descheduler off, want koord-scheduler and koord-manager", n)
 	}
 }
