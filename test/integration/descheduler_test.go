@@ -3,7 +3,11 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -321,5 +325,83 @@ func TestDeschedulerLowNodeLoad(t *testing.T) {
 		if j.Annotations["descheduler.koordinator.sh/source-node"] == "d3" {
 			t.Errorf("a job moved a pod off d3, hot for one round: %s", j.Name)
 		}
+	}
+}
+
+// bin/koord-descheduler with the shipped RBAC under Node,RBAC authorization:
+// it takes its lease, runs its rounds (LowNodeLoad on, informers for every
+// kind its filters read), carries out a PodMigrationJob through the
+// Eviction API, and exits cleanly on SIGTERM; a malformed configuration
+// stops it at start naming the field.
+func TestDeschedulerBinaryWithShippedRBAC(t *testing.T) {
+	ctx := testContext(t)
+	cp := startControlPlane(t, controlplane.Options{RBAC: true})
+	kubeconfig := serviceAccountKubeconfig(t, ctx, cp, "koord-descheduler")
+	bin := commandBinary(t, "koord-descheduler", "KOORD_DESCHEDULER_BIN")
+
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte(strings.Replace(deschedulerTestConfig, "highThresholds:", "highThreshold:", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(ctx, bin, "--config="+bad, "--kubeconfig="+kubeconfig).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `unknown field \"highThreshold\"`) {
+		t.Errorf("a malformed configuration: %v\n%s", err, out)
+	}
+
+	good := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(good, []byte(deschedulerTestConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "db-1", CPU: "8", Memory: "32Gi"}); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "moved", CPU: "100m", Memory: "64Mi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	cmd := exec.Command(bin, "--config="+good, "--kubeconfig="+kubeconfig, "--namespace=koord-system", "--metrics-addr=0",
+		fmt.Sprintf("--health-addr=127.0.0.1:%d", freePort(t)), "-v=2")
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("koord-descheduler output:\n%s", log.String())
+		}
+	})
+	job := &schedulingv1alpha1.PodMigrationJob{ObjectMeta: metav1.ObjectMeta{Name: "direct"}, Spec: schedulingv1alpha1.PodMigrationJobSpec{
+		Mode: schedulingv1alpha1.PodMigrationJobModeEvictionDirectly, PodRef: &corev1.ObjectReference{Namespace: "default", Name: "moved", UID: pod.UID}}}
+	if _, err := cp.Koord.SchedulingV1alpha1().PodMigrationJobs().Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		j, err := cp.Koord.SchedulingV1alpha1().PodMigrationJobs().Get(ctx, "direct", metav1.GetOptions{})
+		return err == nil && j.Status.Phase == schedulingv1alpha1.PodMigrationJobSucceeded && strings.Contains(log.String(), "Descheduling"), nil
+	})
+	if err != nil {
+		t.Fatalf("the EvictDirectly job did not succeed, or no round ran")
+	}
+	if _, err := cp.Client.CoreV1().Pods("default").Get(ctx, "moved", metav1.GetOptions{}); err == nil {
+		t.Error("the job succeeded but its pod is still there")
+	}
+	if _, err := cp.Client.CoordinationV1().Leases("koord-system").Get(ctx, "koord-descheduler", metav1.GetOptions{}); err != nil {
+		t.Errorf("no koord-descheduler lease: %v", err)
+	}
+	if strings.Contains(log.String(), "forbidden") {
+		t.Errorf("the shipped RBAC is missing a permission:\n%s", grepLines(log.String(), "forbidden"))
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("koord-descheduler exited with %v after SIGTERM", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("koord-descheduler did not exit on SIGTERM")
 	}
 }
