@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	configv1 "github.com/koord-project/koord/apis/config/v1"
+	deschedulerv1alpha2 "github.com/koord-project/koord/apis/descheduler/v1alpha2"
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
@@ -35,11 +36,15 @@ func TestDocIsCurrent(t *testing.T) {
 // describe a field that does not exist.
 func TestFieldsExist(t *testing.T) {
 	types := map[string]reflect.Type{
-		compat.NodeSLO:         reflect.TypeFor[slov1alpha1.NodeSLO](),
-		compat.NodeMetric:      reflect.TypeFor[slov1alpha1.NodeMetric](),
-		compat.Reservation:     reflect.TypeFor[schedulingv1alpha1.Reservation](),
-		compat.LoadAwareArgs:   reflect.TypeFor[configv1.LoadAwareSchedulingArgs](),
-		compat.ReservationArgs: reflect.TypeFor[configv1.ReservationArgs](),
+		compat.NodeSLO:                 reflect.TypeFor[slov1alpha1.NodeSLO](),
+		compat.NodeMetric:              reflect.TypeFor[slov1alpha1.NodeMetric](),
+		compat.Reservation:             reflect.TypeFor[schedulingv1alpha1.Reservation](),
+		compat.LoadAwareArgs:           reflect.TypeFor[configv1.LoadAwareSchedulingArgs](),
+		compat.ReservationArgs:         reflect.TypeFor[configv1.ReservationArgs](),
+		compat.PodMigrationJob:         reflect.TypeFor[schedulingv1alpha1.PodMigrationJob](),
+		compat.DeschedulerConfig:       reflect.TypeFor[deschedulerv1alpha2.DeschedulerConfiguration](),
+		compat.LowNodeLoadArgs:         reflect.TypeFor[deschedulerv1alpha2.LowNodeLoadArgs](),
+		compat.MigrationControllerArgs: reflect.TypeFor[deschedulerv1alpha2.MigrationControllerArgs](),
 		compat.SLOControllerConfig: reflect.StructOf([]reflect.StructField{
 			{Name: "Colocation", Type: reflect.TypeFor[config.Colocation](), Tag: `json:"colocation-config"`},
 			{Name: "HostApplication", Type: reflect.TypeFor[map[string]any](), Tag: `json:"host-application-config"`},

@@ -39,6 +39,11 @@ const (
 	// Plugin args of koord-scheduler's profiles.
 	LoadAwareArgs   = "LoadAwareSchedulingArgs"
 	ReservationArgs = "ReservationArgs"
+	// koord-descheduler's objects and configuration.
+	PodMigrationJob         = "PodMigrationJob"
+	DeschedulerConfig       = "DeschedulerConfiguration"
+	LowNodeLoadArgs         = "LowNodeLoadArgs"
+	MigrationControllerArgs = "MigrationControllerArgs"
 )
 
 // Field is one entry: Path is the field's JSON path in the object, with *
@@ -140,6 +145,23 @@ var Fields = []Field{
 	// Reservation: what koord-scheduler places and keeps.
 	{Reservation, "spec.preAllocation", "", NotActedOn, "a reservation is placed only on free resources, never on what running pods hold"},
 	{Reservation, "spec.preAllocationPolicy", "", NotActedOn, ""},
+
+	// PodMigrationJob and koord-descheduler's configuration (reported at
+	// start, as "Configuration field accepted, not acted on").
+	{PodMigrationJob, "spec.reservationOptions.preemptionOptions", "", NotActedOn, "a migration never preempts pods to make room"},
+	{DeschedulerConfig, "enableProfiling", "", NotActedOn, "no pprof endpoint"},
+	{DeschedulerConfig, "enableContentionProfiling", "", NotActedOn, ""},
+	{DeschedulerConfig, "healthzBindAddress", "", Differs, "koord-descheduler's --health-addr"},
+	{DeschedulerConfig, "metricsBindAddress", "", Differs, "koord-descheduler's --metrics-addr"},
+	{DeschedulerConfig, "maxNoOfPodsToEvictPerNamespace", "", Differs, "MigrationController's maxMigratingPerNamespace bounds the jobs"},
+	{DeschedulerConfig, "profiles.*.plugins.deschedule", "", NotActedOn, "Koord runs LowNodeLoad at balance and MigrationController as the evictor; other plugins are reported"},
+	{LowNodeLoadArgs, "prodHighThresholds", "", NotActedOn, "the thresholds are on node usage"},
+	{LowNodeLoadArgs, "prodLowThresholds", "", NotActedOn, ""},
+	{LowNodeLoadArgs, "anomalyCondition.timeout", "", NotActedOn, "a node stays hot until consecutiveNormalities rounds under the mark"},
+	{MigrationControllerArgs, "nodeFit", "", NotActedOn, "LowNodeLoad's nodeFit decides"},
+	{MigrationControllerArgs, "nodeSelector", "", NotActedOn, ""},
+	{MigrationControllerArgs, "arbitrationArgs", "", NotActedOn, "jobs are admitted one by one against the limits, without batching"},
+	{MigrationControllerArgs, "evictAllBarePods", "", NotActedOn, "bare pods (no controller) are never moved"},
 
 	// slo-controller-config: koord-manager's ConfigMap, per key.
 	{SLOControllerConfig, "colocation-config.metricMemoryCollectPolicy", "usageWithHotPageCache", NotActedOn, "memory usage is reported without page cache"},

@@ -452,5 +452,8 @@ func (m *MigrationControllerArgs) notActedOn() []string {
 	if m.ArbitrationArgs != nil {
 		out = append(out, "MigrationController arbitrationArgs")
 	}
+	if m.EvictAllBarePods {
+		out = append(out, "MigrationController evictAllBarePods (bare pods are never moved)")
+	}
 	return out
 }
