@@ -39,7 +39,7 @@ unit:
 
 ## race: the scheduler plugins, koordlet and koord-manager under the race detector (events, cycles and loops run concurrently)
 race:
-	CGO_ENABLED=1 $(GO) test -race -count=1 ./pkg/plugins/... ./pkg/scheduler/... ./pkg/koordlet/... ./pkg/slo/...
+	CGO_ENABLED=1 $(GO) test -race -count=1 ./pkg/plugins/... ./pkg/scheduler/... ./pkg/koordlet/... ./pkg/slo/... ./pkg/descheduler/...
 
 ## fuzz: run each fuzz target for $(FUZZTIME)
 fuzz:
