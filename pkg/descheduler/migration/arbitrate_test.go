@@ -77,7 +77,9 @@ func TestArbitrate(t *testing.T) {
 			[]*schedulingv1alpha1.PodMigrationJob{running("j1", "n2")}, "maxMigratingPerNamespace"},
 		{"maxMigratingPerWorkload", 4, func(a *v1alpha2.MigrationControllerArgs) { a.MaxMigratingPerWorkload = ptr.To(intstr.FromInt32(1)) },
 			[]*schedulingv1alpha1.PodMigrationJob{running("j1", "n2")}, "maxMigratingPerWorkload: 1 of ReplicaSet web's pods are moving"},
-		{"maxMigratingPerWorkload as a percentage", 4, func(a *v1alpha2.MigrationControllerArgs) { a.MaxMigratingPerWorkload = ptr.To(intstr.FromString("50%")) },
+		{"maxMigratingPerWorkload as a percentage", 4, func(a *v1alpha2.MigrationControllerArgs) {
+			a.MaxMigratingPerWorkload = ptr.To(intstr.FromString("50%"))
+		},
 			[]*schedulingv1alpha1.PodMigrationJob{running("j1", "n2")}, ""},
 		{"maxUnavailablePerWorkload", 4, func(a *v1alpha2.MigrationControllerArgs) { a.MaxUnavailablePerWorkload = ptr.To(intstr.FromInt32(1)) },
 			[]*schedulingv1alpha1.PodMigrationJob{running("j1", "n2")}, "maxUnavailablePerWorkload: 1 of ReplicaSet web's pods"},
