@@ -149,6 +149,9 @@ func run(keep bool) error {
 	if err := admissionScene(ctx, cp); err != nil {
 		return fmt.Errorf("admission scene: %w", err)
 	}
+	if err := deschedulerScene(ctx, cp); err != nil {
+		return fmt.Errorf("descheduler scene: %w", err)
+	}
 	if err := trustScene(ctx, cp); err != nil {
 		return fmt.Errorf("trust scene: %w", err)
 	}
