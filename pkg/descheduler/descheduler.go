@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, err
 	}
 	migArgs := o.Config.Run[0].MigrationController
-	if err := (&migration.Reconciler{Client: mgr.GetClient(), Kube: kube, Args: migArgs, Recorder: mgr.GetEventRecorderFor("koord-descheduler")}).SetupWithManager(mgr); err != nil {
+	if err := (&migration.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Kube: kube, Args: migArgs, Recorder: mgr.GetEventRecorderFor("koord-descheduler")}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	m := newMetrics(ctrlmetrics.Registry)

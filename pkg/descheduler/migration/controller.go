@@ -42,6 +42,10 @@ const LabelJobPod = "descheduler.koordinator.sh/pod-uid"
 // Reconciler runs PodMigrationJobs.
 type Reconciler struct {
 	Client client.Client
+	// Live reads Reservations from the API server: the job's own, just
+	// created, may not be in the cache yet, and "not found" there would fail
+	// the job (or make a second one).
+	Live client.Reader
 	// Kube evicts pods (the Eviction subresource).
 	Kube     kubernetes.Interface
 	Args     *v1alpha2.MigrationControllerArgs
@@ -50,6 +54,13 @@ type Reconciler struct {
 	Limiter *rate.Limiter
 	// Now is the clock (tests set it).
 	Now func() time.Time
+}
+
+func (r *Reconciler) live() client.Reader {
+	if r.Live != nil {
+		return r.Live
+	}
+	return r.Client
 }
 
 func (r *Reconciler) now() time.Time {
@@ -186,7 +197,7 @@ func (r *Reconciler) reservation(ctx context.Context, job *schedulingv1alpha1.Po
 		return nil, reconcile.Result{RequeueAfter: 2 * time.Second}, r.status(ctx, job, schedulingv1alpha1.PodMigrationJobRunning, string(schedulingv1alpha1.PodMigrationJobConditionReservationCreated), "waiting for the reservation to be scheduled")
 	}
 	res := &schedulingv1alpha1.Reservation{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: ref.Name}, res); err != nil {
+	if err := r.live().Get(ctx, types.NamespacedName{Name: ref.Name}, res); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, reconcile.Result{}, r.fail(ctx, job, schedulingv1alpha1.PodMigrationJobReasonMissingReservation, "reservation "+ref.Name+" is gone")
 		}
@@ -215,7 +226,7 @@ func (r *Reconciler) reservation(ctx context.Context, job *schedulingv1alpha1.Po
 // ownReservation is the Reservation this job controls, if it made one.
 func (r *Reconciler) ownReservation(ctx context.Context, job *schedulingv1alpha1.PodMigrationJob) (*schedulingv1alpha1.Reservation, error) {
 	var list schedulingv1alpha1.ReservationList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.live().List(ctx, &list); err != nil {
 		return nil, err
 	}
 	for i := range list.Items {
@@ -341,7 +352,7 @@ func (r *Reconciler) afterEviction(ctx context.Context, job *schedulingv1alpha1.
 		return reconcile.Result{}, r.finish(ctx, job, schedulingv1alpha1.PodMigrationJobSucceeded, schedulingv1alpha1.PodMigrationJobReasonEvictComplete, "the pod was evicted")
 	}
 	res := &schedulingv1alpha1.Reservation{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: o.ReservationRef.Name}, res); err != nil {
+	if err := r.live().Get(ctx, types.NamespacedName{Name: o.ReservationRef.Name}, res); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, r.fail(ctx, job, schedulingv1alpha1.PodMigrationJobReasonMissingReservation, "the reservation is gone before the replacement took it")
 		}
