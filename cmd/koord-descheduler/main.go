@@ -39,6 +39,7 @@ func main() {
 	fs.StringVar(&o.Namespace, "namespace", ns, "namespace of the leader lease when the configuration names none (default $POD_NAMESPACE, else koord-system)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "deschedule only while holding the lease (run 2 replicas)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "127.0.0.1:9319", "address of /metrics (0 turns it off)")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", false, "serve /metrics over HTTPS to clients authorized for GET /metrics (TokenReview and SubjectAccessReview); use it when --metrics-addr is reachable from other pods")
 	fs.StringVar(&o.HealthAddr, "health-addr", ":9320", "address of /healthz and /readyz")
 	fs.BoolVar(&dryRun, "dry-run", false, "log what would be moved and why, and move nothing (as the configuration's dryRun)")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")

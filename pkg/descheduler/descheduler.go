@@ -33,6 +33,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	deschedulerapi "sigs.k8s.io/descheduler/pkg/api"
 	"sigs.k8s.io/descheduler/pkg/descheduler/evictions"
@@ -58,7 +59,10 @@ type Options struct {
 	Namespace   string
 	LeaderElect bool
 	MetricsAddr string
-	HealthAddr  string
+	// MetricsSecure serves /metrics over HTTPS to clients the API server
+	// authorizes for GET /metrics.
+	MetricsSecure bool
+	HealthAddr    string
 	// InProcess allows several in one process, one after another (tests).
 	InProcess bool
 }
@@ -94,7 +98,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		LeaderElectionID:              leaseName,
 		LeaderElectionNamespace:       leaseNS,
 		LeaderElectionReleaseOnCancel: true,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.HealthAddr,
 		Controller:                    ctrlconfig.Controller{SkipNameValidation: &o.InProcess},
 	})
@@ -121,6 +125,14 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, err
 	}
 	return mgr, mgr.AddReadyzCheck("ping", healthz.Ping)
+}
+
+func metricsOptions(o Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: o.MetricsSecure}
+	if o.MetricsSecure {
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return m
 }
 
 // rounds runs the descheduling loop while this replica leads.
