@@ -213,4 +213,7 @@ replace (
 	k8s.io/streaming => k8s.io/streaming v0.37.2
 )
 
+// sigs.k8s.io/descheduler v0.36.0 requires k8s.io/kube-openapi v0.31.0, which
+// the module proxy does not serve; its own go.mod replaces it with a commit,
+// and so does this one, with the commit Kubernetes 1.37 uses.
 replace k8s.io/kube-openapi => k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad
