@@ -84,6 +84,21 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 }
 func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
 
+// exitsOnSIGTERM sends a component SIGTERM and wants it to exit cleanly
+// within 30 s (exited is fed by cmd.Wait).
+func exitsOnSIGTERM(t *testing.T, name string, cmd *exec.Cmd, exited <-chan error) {
+	t.Helper()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("%s exited with %v after SIGTERM", name, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not exit on SIGTERM", name)
+	}
+}
+
 func freePort(t *testing.T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -396,13 +395,5 @@ func TestDeschedulerBinaryWithShippedRBAC(t *testing.T) {
 	if strings.Contains(log.String(), "forbidden") {
 		t.Errorf("the shipped RBAC is missing a permission:\n%s", grepLines(log.String(), "forbidden"))
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("koord-descheduler exited with %v after SIGTERM", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("koord-descheduler did not exit on SIGTERM")
-	}
+	exitsOnSIGTERM(t, "koord-descheduler", cmd, exited)
 }

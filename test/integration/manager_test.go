@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -244,15 +243,7 @@ func TestManagerBinaryWithShippedRBAC(t *testing.T) {
 	if strings.Contains(out.String(), "forbidden") {
 		t.Errorf("the shipped RBAC is missing a permission:\n%s", grepLines(out.String(), "forbidden"))
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("koord-manager exited with %v after SIGTERM", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("koord-manager did not exit on SIGTERM")
-	}
+	exitsOnSIGTERM(t, "koord-manager", cmd, exited)
 
 	// Uninstall: koordlet's ConfigMap goes, a look-alike someone else wrote stays.
 	if err := cp.PublishNUMAInfo(ctx, "mb-1", topologytest.Linux(1, 1, 2, 2, 4<<30)); err != nil {
