@@ -106,3 +106,50 @@ func TestBalance(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// nodePools: each group of nodes is judged by its own thresholds (unset
+// ones come from the args); a node in no pool, by the args'.
+func TestNodePools(t *testing.T) {
+	now := time.Unix(10000, 0)
+	strict := load(node("strict", "10", "64Gi"), "1", map[*corev1.Pod]string{pod("s", "strict", "BE", 5000): "5"}) // 60 %
+	plain := load(node("plain", "10", "64Gi"), "1", map[*corev1.Pod]string{pod("p", "plain", "BE", 5000): "5"})    // 60 %
+	cool := load(node("cool", "10", "64Gi"), "0", nil)
+	coolStrict := load(node("cool-strict", "10", "64Gi"), "0", nil)
+	for _, nl := range []NodeLoad{strict, coolStrict} {
+		nl.Node.Labels["pool"] = "strict"
+	}
+	metrics := map[string]*slov1alpha1.NodeMetric{}
+	pods := map[string][]*corev1.Pod{}
+	for _, nl := range []NodeLoad{strict, plain, cool, coolStrict} {
+		metrics[nl.Node.Name] = metric(nl, now)
+		pods[nl.Node.Name] = nl.Pods
+	}
+	args := &v1alpha2.LowNodeLoadArgs{
+		LowThresholds: v1alpha2.ResourceThresholds{corev1.ResourceCPU: 30}, HighThresholds: v1alpha2.ResourceThresholds{corev1.ResourceCPU: 70},
+		AnomalyCondition: &v1alpha2.LoadAnomalyCondition{ConsecutiveAbnormalities: 1},
+		NodePools: []v1alpha2.LowNodeLoadNodePool{{Name: "strict", NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "strict"}},
+			HighThresholds: v1alpha2.ResourceThresholds{corev1.ResourceCPU: 50}}},
+	}
+	args.Default()
+	if err := args.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var moved []Move
+	reports := map[string]Plan{}
+	p, err := New(args, handle{pods: pods}, Deps{
+		NodeMetric: func(n string) *slov1alpha1.NodeMetric { return metrics[n] },
+		Migrate:    func(_ context.Context, m Move) error { moved = append(moved, m); return nil },
+		Report:     func(pool string, pl Plan, _ bool) { reports[pool] = pl },
+		Now:        func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Balance(t.Context(), []*corev1.Node{strict.Node, plain.Node, cool.Node, coolStrict.Node})
+	if len(moved) != 1 || moved[0].Pod.Name != "s" || moved[0].To != "cool-strict" {
+		t.Errorf("moves %+v: want only the strict pool's pod, within its pool", moved)
+	}
+	if got := reports["default"].Hot; len(got) != 0 {
+		t.Errorf("default pool hot %v: 60 %% is under its 70 %%", got)
+	}
+}
