@@ -21,6 +21,28 @@ var _ = Describe("descheduler", Label("descheduler"), func() {
 		if len(nodes.Items) < 2 {
 			Skip("needs 2 or more kwok nodes (hack/cluster makes 3)")
 		}
+		// kwok nodes run no koordlet: the spec reports a light load for them,
+		// as koordlet would, or LoadAwareScheduling turns them down (expired
+		// NodeMetric) whatever ran before.
+		stop := make(chan struct{})
+		defer close(stop)
+		report := func() {
+			for _, n := range nodes.Items {
+				Expect(reportNodeMetric(ctx, n.Name, "200m")).To(Succeed())
+			}
+		}
+		report()
+		go func() {
+			defer GinkgoRecover()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Second):
+					report()
+				}
+			}
+		}()
 		labels := map[string]string{"app": "pmj-web"}
 		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "pmj-web"}, Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
