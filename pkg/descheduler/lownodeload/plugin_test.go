@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/descheduler/pkg/descheduler/evictions"
 	"sigs.k8s.io/descheduler/pkg/descheduler/metricscollector"
 	podutil "sigs.k8s.io/descheduler/pkg/descheduler/pod"
@@ -100,12 +101,10 @@ func TestBalance(t *testing.T) {
 		}
 	}
 	// Paused: nothing is planned.
-	args.Paused = ptrTo(true)
+	args.Paused = ptr.To(true)
 	p, _ := New(args, h, Deps{NodeMetric: func(string) *slov1alpha1.NodeMetric { t.Fatal("paused plugin read a NodeMetric"); return nil }})
 	p.Balance(t.Context(), []*corev1.Node{hot.Node})
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // nodePools: each group of nodes is judged by its own thresholds (unset
 // ones come from the args); a node in no pool, by the args'.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
@@ -82,7 +83,7 @@ func (r *Reconciler) arbitrate(ctx context.Context, job *schedulingv1alpha1.PodM
 			if ofWorkload >= limit {
 				return fmt.Sprintf("maxMigratingPerWorkload: %d of %s %s's pods are moving (limit %d)", ofWorkload, ctrlRef.Kind, ctrlRef.Name, limit)
 			}
-			if known && !skip("ExpectedReplicas") && !ptrTrue(r.Args.SkipCheckExpectedReplicas) && limit >= replicas {
+			if known && !skip("ExpectedReplicas") && !ptr.Deref(r.Args.SkipCheckExpectedReplicas, false) && limit >= replicas {
 				return fmt.Sprintf("%s %s has %d replicas, no more than maxMigratingPerWorkload %d: moving one could take it down", ctrlRef.Kind, ctrlRef.Name, replicas, limit)
 			}
 		}
@@ -92,7 +93,7 @@ func (r *Reconciler) arbitrate(ctx context.Context, job *schedulingv1alpha1.PodM
 			if unavailable >= limit {
 				return fmt.Sprintf("maxUnavailablePerWorkload: %d of %s %s's pods are unavailable or moving (limit %d)", unavailable, ctrlRef.Kind, ctrlRef.Name, limit)
 			}
-			if known && !skip("ExpectedReplicas") && !ptrTrue(r.Args.SkipCheckExpectedReplicas) && limit >= replicas {
+			if known && !skip("ExpectedReplicas") && !ptr.Deref(r.Args.SkipCheckExpectedReplicas, false) && limit >= replicas {
 				return fmt.Sprintf("%s %s has %d replicas, no more than maxUnavailablePerWorkload %d", ctrlRef.Kind, ctrlRef.Name, replicas, limit)
 			}
 		}
@@ -121,8 +122,6 @@ func (r *Reconciler) arbitrate(ctx context.Context, job *schedulingv1alpha1.PodM
 	}
 	return ""
 }
-
-func ptrTrue(b *bool) bool { return b != nil && *b }
 
 // replicas is the workload's desired replicas, when its kind has them.
 func (r *Reconciler) replicas(ctx context.Context, ns string, ref *metav1.OwnerReference) (int32, bool) {

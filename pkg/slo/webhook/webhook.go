@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -142,11 +143,9 @@ func (a *admitter) serve(name string, on bool, fn func(context.Context, admissio
 		}
 		a.m.requests.WithLabelValues(name, string(req.Operation), result).Inc()
 		return resp
-	}), RecoverPanic: ptrTrue()}
+	}), RecoverPanic: ptr.To(true)}
 	return wh
 }
-
-func ptrTrue() *bool { t := true; return &t }
 
 // denied turns field errors into a refusal whose message names each field
 // and rule, and whose reason (the metric label) is the first field.
