@@ -9,7 +9,7 @@ MODULE=github.com/koord-project/koord
 HEADER=hack/boilerplate.go.txt
 tool() { go tool -modfile=hack/tools/go.mod "$@"; }
 
-CRD_PKGS=("${MODULE}/apis/slo/v1alpha1" "${MODULE}/apis/colocation/v1alpha1" "${MODULE}/apis/scheduling/v1alpha1" "${MODULE}/apis/schedulingsigs/v1alpha1")
+CRD_PKGS=("${MODULE}/apis/slo/v1alpha1" "${MODULE}/apis/colocation/v1alpha1" "${MODULE}/apis/analysis/v1alpha1" "${MODULE}/apis/scheduling/v1alpha1" "${MODULE}/apis/schedulingsigs/v1alpha1")
 ARGS_PKGS=("${MODULE}/apis/config" "${MODULE}/apis/config/v1" "${MODULE}/apis/descheduler/v1alpha2")
 
 # Stale output can keep the inputs from type-checking; start from none.
@@ -31,7 +31,7 @@ tool informer-gen --go-header-file "$HEADER" \
 	--output-dir pkg/client/informers --output-pkg "${MODULE}/pkg/client/informers" "${CRD_PKGS[@]}"
 
 rm -f manifests/crds/*.yaml
-tool controller-gen crd:crdVersions=v1 paths=./apis/slo/... paths=./apis/colocation/... output:crd:artifacts:config=manifests/crds
+tool controller-gen crd:crdVersions=v1 paths=./apis/slo/... paths=./apis/colocation/... paths=./apis/analysis/... output:crd:artifacts:config=manifests/crds
 # The Reservation's template is checked against the whole pod template's
 # schema; with its field descriptions that CRD alone would be 640 KB, more
 # than kubectl's client-side apply can record (256 KB), so it carries none.

@@ -122,12 +122,25 @@ type PodMetricInfo struct {
 	// QoS is the pod's Koordinator QoS class (LSE, LSR, LS, BE, SYSTEM).
 	// +optional
 	QoS extension.QoSClass `json:"qos,omitempty"`
+	// ContainersMetric (Koord) is each running container's usage over the
+	// last report interval: cpu is the average, memory the peak working set.
+	// koord-manager's recommender learns each container's needs from it.
+	// +optional
+	ContainersMetric []ContainerMetricInfo `json:"containersMetric,omitempty"`
 	// Extensions carries measurements beyond CPU and memory, such as run-queue latency.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	// +optional
 	Extensions *runtime.RawExtension `json:"extensions,omitempty"`
+}
+
+// ContainerMetricInfo is one container's usage.
+type ContainerMetricInfo struct {
+	// Name is the container's name in the pod spec.
+	Name string `json:"name"`
+	// +optional
+	ContainerUsage ResourceMap `json:"containerUsage,omitempty"`
 }
 
 // NodeMetricStatus is what koordlet measured.

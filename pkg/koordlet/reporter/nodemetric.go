@@ -81,10 +81,16 @@ func NodeMetricStatus(now time.Time, c *usage.Collector, pods []*corev1.Pod, p P
 		}
 		podCPU, podMem = podCPU+pc, podMem+pm
 		qos, _ := extension.GetPodQoSClass(pod)
-		st.PodsMetric = append(st.PodsMetric, &slov1alpha1.PodMetricInfo{
+		info := &slov1alpha1.PodMetricInfo{
 			Namespace: pod.Namespace, Name: pod.Name, PodUsage: resourceMap(pc, pm),
 			Priority: extension.PodPriorityClass(pod.Spec.Priority), QoS: qos,
-		})
+		}
+		// Containers over the report interval, not the aggregation window:
+		// each report is then one fresh sample for the recommender.
+		for _, cw := range c.PodContainers(pod.UID, now.Add(-p.Report)) {
+			info.ContainersMetric = append(info.ContainersMetric, slov1alpha1.ContainerMetricInfo{Name: cw.Name, ContainerUsage: resourceMap(cw.CPU, cw.Memory)})
+		}
+		st.PodsMetric = append(st.PodsMetric, info)
 	}
 	info.SystemUsage = resourceMap(max(cpu.Avg-podCPU, 0), max(mem.Avg-podMem, 0))
 	return st, true

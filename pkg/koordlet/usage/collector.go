@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +63,8 @@ type ContainerUsage struct {
 	lastNS      uint64
 	lastAt      time.Time
 	id          string
+	// The container's history, as long as its pod's, for NodeMetric.
+	cpu, mem *Series
 }
 
 // NewCollector keeps node samples for nodeWindow and pod samples for
@@ -155,15 +158,18 @@ func (c *Collector) collectContainers(now time.Time, layout *cgroup.Layout, podD
 		}
 		u := h.containers[st.Name]
 		if u == nil || u.id != st.ContainerID {
-			u = &ContainerUsage{id: st.ContainerID, CPU: -1}
+			n := int(c.podWindow/c.interval) + 1
+			u = &ContainerUsage{id: st.ContainerID, CPU: -1, cpu: NewSeries(n), mem: NewSeries(n)}
 			h.containers[st.Name] = u
 		}
 		if !u.lastAt.IsZero() && ns >= u.lastNS {
 			if secs := now.Sub(u.lastAt).Seconds(); secs > 0 {
 				u.CPU = float64(ns-u.lastNS) / 1e9 / secs
+				u.cpu.Add(now, u.CPU)
 			}
 		}
 		u.lastNS, u.lastAt, u.Memory = ns, now, float64(mem)
+		u.mem.Add(now, u.Memory)
 		seen[st.Name] = true
 	}
 	for name := range h.containers {
@@ -192,6 +198,35 @@ func (c *Collector) Containers(fn func(pod types.UID, container string, u Contai
 			fn(uid, name, *u)
 		}
 	}
+}
+
+// ContainerWindow is a container's usage over a window: its average CPU
+// (cores) and its peak working set (bytes).
+type ContainerWindow struct {
+	Name        string
+	CPU, Memory float64
+}
+
+// PodContainers summarises each container of a pod since t, by name; a
+// container without a CPU rate in the window is left out.
+func (c *Collector) PodContainers(uid types.UID, since time.Time) []ContainerWindow {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.pods[uid]
+	if h == nil {
+		return nil
+	}
+	var out []ContainerWindow
+	for name, u := range h.containers {
+		cs, okC := Summarise(u.cpu.Since(since, nil))
+		mems := u.mem.Since(since, nil)
+		if !okC || len(mems) == 0 {
+			continue
+		}
+		out = append(out, ContainerWindow{Name: name, CPU: cs.Avg, Memory: slices.Max(mems)})
+	}
+	slices.SortFunc(out, func(a, b ContainerWindow) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // NodeUsage summarises node CPU (cores) and memory (bytes) since t.

@@ -92,8 +92,21 @@ func TestCollector(t *testing.T) {
 	if len(containers) != 1 || containers[0] != "u1/app cpu 1.0 memory 2000" {
 		t.Errorf("containers %v, want u1/app at 1 core, 2000 bytes", containers)
 	}
+	// Over a window, a container's CPU is averaged and its memory is the
+	// peak: 1 then 3 cores average 2; 2000 then 1200 bytes peak at 2000.
+	writeFile(t, filepath.Join(root, "cpuacct", podDir, "c1", "cpuacct.usage"), "4000000000\n")
+	writeFile(t, filepath.Join(root, "memory", podDir, "c1", "memory.usage_in_bytes"), "1700\n")
+	if err := c.Collect(t0.Add(2*time.Second), &l, []*corev1.Pod{pod}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.PodContainers("u1", t0); len(got) != 1 || got[0] != (ContainerWindow{Name: "app", CPU: 2, Memory: 2000}) {
+		t.Errorf("container window %+v, want app at 2 cores average, 2000 bytes peak", got)
+	}
+	if got := c.PodContainers("u1", t0.Add(2*time.Second)); len(got) != 1 || got[0] != (ContainerWindow{Name: "app", CPU: 3, Memory: 1200}) {
+		t.Errorf("container window of the last sample %+v, want app at 3 cores, 1200 bytes", got)
+	}
 	// A pod that left is forgotten: memory does not grow with churn.
-	if err := c.Collect(t0.Add(2*time.Second), &l, nil); err != nil {
+	if err := c.Collect(t0.Add(3*time.Second), &l, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, ok := c.PodUsage("u1", t0); ok || len(c.pods) != 0 {

@@ -25,6 +25,7 @@ import (
 	time "time"
 
 	versioned "github.com/koord-project/koord/pkg/client/clientset/versioned"
+	analysis "github.com/koord-project/koord/pkg/client/informers/externalversions/analysis"
 	colocation "github.com/koord-project/koord/pkg/client/informers/externalversions/colocation"
 	internalinterfaces "github.com/koord-project/koord/pkg/client/informers/externalversions/internalinterfaces"
 	scheduling "github.com/koord-project/koord/pkg/client/informers/externalversions/scheduling"
@@ -328,10 +329,15 @@ type SharedInformerFactory interface {
 	// client.
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
+	Analysis() analysis.Interface
 	Config() colocation.Interface
 	Scheduling() scheduling.Interface
 	SchedulingSigs() schedulingsigs.Interface
 	Slo() slo.Interface
+}
+
+func (f *sharedInformerFactory) Analysis() analysis.Interface {
+	return analysis.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Config() colocation.Interface {

@@ -21,7 +21,8 @@ package externalversions
 import (
 	fmt "fmt"
 
-	v1alpha1 "github.com/koord-project/koord/apis/colocation/v1alpha1"
+	v1alpha1 "github.com/koord-project/koord/apis/analysis/v1alpha1"
+	colocationv1alpha1 "github.com/koord-project/koord/apis/colocation/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
@@ -55,8 +56,14 @@ func (f *genericInformer) Lister() cache.GenericLister {
 // TODO extend this to unknown resources with a client pool
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
-	// Group=config.koordinator.sh, Version=v1alpha1
-	case v1alpha1.SchemeGroupVersion.WithResource("clustercolocationprofiles"):
+	// Group=analysis.koordinator.sh, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("recommendations"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Analysis().V1alpha1().Recommendations().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("recommendationprofiles"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Analysis().V1alpha1().RecommendationProfiles().Informer()}, nil
+
+		// Group=config.koordinator.sh, Version=v1alpha1
+	case colocationv1alpha1.SchemeGroupVersion.WithResource("clustercolocationprofiles"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Config().V1alpha1().ClusterColocationProfiles().Informer()}, nil
 
 		// Group=scheduling.koordinator.sh, Version=v1alpha1

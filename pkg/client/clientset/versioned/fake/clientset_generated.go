@@ -20,6 +20,8 @@ package fake
 
 import (
 	clientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
+	analysisv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/analysis/v1alpha1"
+	fakeanalysisv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/analysis/v1alpha1/fake"
 	configv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/colocation/v1alpha1"
 	fakeconfigv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/colocation/v1alpha1/fake"
 	schedulingv1alpha1 "github.com/koord-project/koord/pkg/client/clientset/versioned/typed/scheduling/v1alpha1"
@@ -100,6 +102,11 @@ var (
 	_ clientset.Interface = &Clientset{}
 	_ testing.FakeClient  = &Clientset{}
 )
+
+// AnalysisV1alpha1 retrieves the AnalysisV1alpha1Client
+func (c *Clientset) AnalysisV1alpha1() analysisv1alpha1.AnalysisV1alpha1Interface {
+	return &fakeanalysisv1alpha1.FakeAnalysisV1alpha1{Fake: &c.Fake}
+}
 
 // ConfigV1alpha1 retrieves the ConfigV1alpha1Client
 func (c *Clientset) ConfigV1alpha1() configv1alpha1.ConfigV1alpha1Interface {

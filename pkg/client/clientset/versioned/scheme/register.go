@@ -19,6 +19,7 @@ limitations under the License.
 package scheme
 
 import (
+	analysisv1alpha1 "github.com/koord-project/koord/apis/analysis/v1alpha1"
 	configv1alpha1 "github.com/koord-project/koord/apis/colocation/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
@@ -34,6 +35,7 @@ var Scheme = runtime.NewScheme()
 var Codecs = serializer.NewCodecFactory(Scheme)
 var ParameterCodec = runtime.NewParameterCodec(Scheme)
 var localSchemeBuilder = runtime.SchemeBuilder{
+	analysisv1alpha1.AddToScheme,
 	configv1alpha1.AddToScheme,
 	schedulingv1alpha1.AddToScheme,
 	schedulingsigsv1alpha1.AddToScheme,
