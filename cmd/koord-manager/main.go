@@ -21,6 +21,7 @@ import (
 	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/slo/cleanup"
 	"github.com/koord-project/koord/pkg/slo/manager"
+	"github.com/koord-project/koord/pkg/slo/recommender"
 	"github.com/koord-project/koord/pkg/version"
 )
 
@@ -55,6 +56,16 @@ func main() {
 	fs.DurationVar(&o.Webhook.CertValidity, "webhook-cert-validity", 365*24*time.Hour, "lifetime of a self-issued serving certificate, renewed when a third is left (the CA lives ten times as long)")
 	fs.StringVar(&mutatingConfigs, "mutating-webhook-configurations", "koord-mutating-webhook-configuration", "MutatingWebhookConfigurations whose caBundle koord-manager keeps current, comma-separated")
 	fs.StringVar(&validatingConfigs, "validating-webhook-configurations", "koord-validating-webhook-configuration", "ValidatingWebhookConfigurations whose caBundle koord-manager keeps current, comma-separated")
+	o.Recommender.Config = recommender.Defaults()
+	rc := &o.Recommender.Config
+	fs.DurationVar(&rc.HalfLife, "recommender-half-life", rc.HalfLife, "how long a usage sample takes to lose half its weight in the recommender's histograms (gate ResourceRecommender)")
+	fs.Float64Var(&rc.CPUPercentile, "recommender-cpu-percentile", rc.CPUPercentile, "percentile of the CPU samples the CPU target is set at")
+	fs.Float64Var(&rc.MemoryPercentile, "recommender-memory-percentile", rc.MemoryPercentile, "percentile of the daily memory peaks the memory target is set at")
+	fs.Float64Var(&rc.SafetyMargin, "recommender-safety-margin", rc.SafetyMargin, "fraction added to the targets and bounds")
+	fs.IntVar(&rc.MinSamples, "recommender-min-samples", rc.MinSamples, "CPU samples (one per NodeMetric report) a container needs before it is recommended")
+	fs.DurationVar(&rc.WarmUp, "recommender-warm-up", rc.WarmUp, "history a container needs before it is recommended")
+	fs.DurationVar(&o.Recommender.Interval, "recommender-interval", time.Minute, "how often each Recommendation is recomputed")
+	fs.DurationVar(&o.Recommender.CheckpointInterval, "recommender-checkpoint-interval", 10*time.Minute, "how often the recommender's histograms are saved in each Recommendation's status (what a restart can lose)")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&cleanupNUMA, "cleanup-numa-info", false, "uninstall helper: stop the koordlet DaemonSet (--koordlet-daemonset), delete every numa-info ConfigMap koordlet manages, and exit")
 	fs.StringVar(&koordletDS, "koordlet-daemonset", "koord-system/koordlet", "namespace/name of the koordlet DaemonSet, for --cleanup-numa-info")

@@ -67,6 +67,12 @@ const (
 	// ColocationProfileSkipValidatingPriority lets a pod's
 	// koordinator.sh/priority label change after creation.
 	ColocationProfileSkipValidatingPriority featuregate.Feature = "ColocationProfileSkipValidatingPriority"
+
+	// ResourceRecommender lets koord-manager profile workloads: it learns
+	// each container's needs from the usage koordlet reports and writes them
+	// to Recommendation status, and creates Recommendations for
+	// RecommendationProfiles.
+	ResourceRecommender featuregate.Feature = "ResourceRecommender"
 )
 
 var defaults = map[featuregate.Feature]featuregate.FeatureSpec{
@@ -85,6 +91,7 @@ var defaults = map[featuregate.Feature]featuregate.FeatureSpec{
 	ConfigMapValidatingWebhook:              {Default: true, PreRelease: featuregate.Beta},
 	ColocationProfileSkipMutatingResources:  {Default: false, PreRelease: featuregate.Alpha},
 	ColocationProfileSkipValidatingPriority: {Default: false, PreRelease: featuregate.Alpha},
+	ResourceRecommender:                     {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Add registers Koord's gates, and Koordinator's that Koord accepts without

@@ -76,6 +76,12 @@ profiles:
 // what is in the API server.
 func startManager(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, gcAfter time.Duration) (restart func()) {
 	t.Helper()
+	return startManagerWith(t, ctx, cp, func(o *manager.Options) { o.ReservationGCAfter = gcAfter })
+}
+
+// startManagerWith starts koord-manager in-process with options changed by set.
+func startManagerWith(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, set func(*manager.Options)) (restart func()) {
+	t.Helper()
 	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "koord-system"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -85,7 +91,9 @@ func startManager(t *testing.T, ctx context.Context, cp *controlplane.ControlPla
 	start := func() {
 		var mgrCtx context.Context
 		mgrCtx, stop = context.WithCancel(ctx)
-		mgr, err := manager.New(mgrCtx, cp.Config, manager.Options{Namespace: "koord-system", MetricsAddr: "0", HealthAddr: "0", Gates: features.New(), InProcess: true, ReservationGCAfter: gcAfter})
+		o := manager.Options{Namespace: "koord-system", MetricsAddr: "0", HealthAddr: "0", Gates: features.New(), InProcess: true}
+		set(&o)
+		mgr, err := manager.New(mgrCtx, cp.Config, o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -211,6 +211,7 @@ type RecommendationProfileSpec struct {
 	// StatefulSet, DaemonSet, ReplicaSet (those no Deployment owns), Job
 	// (those no CronJob owns) and CronJob.
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:items:Enum=Deployment;StatefulSet;DaemonSet;ReplicaSet;Job;CronJob
 	ControllerKinds []string `json:"controllerKinds"`
 	// EnabledNamespaces limits profiling to these namespaces; empty means
 	// every namespace.

@@ -3,6 +3,7 @@ package lenient
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 
+	analysisv1alpha1 "github.com/koord-project/koord/apis/analysis/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
@@ -13,6 +14,10 @@ var (
 		New: func() runtime.Object { return &schedulingv1alpha1.Reservation{} }, NewList: func() runtime.Object { return &schedulingv1alpha1.ReservationList{} }}
 	NodeMetrics = Kind{Resource: slov1alpha1.SchemeGroupVersion.WithResource("nodemetrics"),
 		New: func() runtime.Object { return &slov1alpha1.NodeMetric{} }, NewList: func() runtime.Object { return &slov1alpha1.NodeMetricList{} }}
+	Recommendations = Kind{Resource: analysisv1alpha1.SchemeGroupVersion.WithResource("recommendations"),
+		New: func() runtime.Object { return &analysisv1alpha1.Recommendation{} }, NewList: func() runtime.Object { return &analysisv1alpha1.RecommendationList{} }}
+	RecommendationProfiles = Kind{Resource: analysisv1alpha1.SchemeGroupVersion.WithResource("recommendationprofiles"),
+		New: func() runtime.Object { return &analysisv1alpha1.RecommendationProfile{} }, NewList: func() runtime.Object { return &analysisv1alpha1.RecommendationProfileList{} }}
 	NodeSLOs = Kind{Resource: slov1alpha1.SchemeGroupVersion.WithResource("nodeslos"),
 		New: func() runtime.Object { return &slov1alpha1.NodeSLO{} }, NewList: func() runtime.Object { return &slov1alpha1.NodeSLOList{} }}
 )

@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	analysisv1alpha1 "github.com/koord-project/koord/apis/analysis/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/pkg/client/lenient"
@@ -51,6 +52,7 @@ import (
 	"github.com/koord-project/koord/pkg/slo/nodemetric"
 	"github.com/koord-project/koord/pkg/slo/noderesource"
 	"github.com/koord-project/koord/pkg/slo/nodeslo"
+	"github.com/koord-project/koord/pkg/slo/recommender"
 	"github.com/koord-project/koord/pkg/slo/reservationlifecycle"
 )
 
@@ -82,6 +84,9 @@ type Options struct {
 	InProcess bool
 	// Webhook configures the admission webhook server (off when Port is 0).
 	Webhook WebhookOptions
+	// Recommender configures the resource recommender (gate
+	// ResourceRecommender).
+	Recommender recommender.Options
 }
 
 // WebhookOptions configure the admission webhooks' server and certificate.
@@ -106,7 +111,7 @@ type WebhookOptions struct {
 // Scheme has every type koord-manager reads or writes.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, slov1alpha1.AddToScheme, schedulingv1alpha1.AddToScheme, colocationv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, slov1alpha1.AddToScheme, schedulingv1alpha1.AddToScheme, colocationv1alpha1.AddToScheme, analysisv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -116,9 +121,11 @@ func Scheme() (*runtime.Scheme, error) {
 
 // lenientKinds are Koord's kinds the manager caches.
 var lenientKinds = map[reflect.Type]lenient.Kind{
-	reflect.TypeFor[*schedulingv1alpha1.Reservation](): lenient.Reservations,
-	reflect.TypeFor[*slov1alpha1.NodeMetric]():         lenient.NodeMetrics,
-	reflect.TypeFor[*slov1alpha1.NodeSLO]():            lenient.NodeSLOs,
+	reflect.TypeFor[*schedulingv1alpha1.Reservation]():         lenient.Reservations,
+	reflect.TypeFor[*slov1alpha1.NodeMetric]():                 lenient.NodeMetrics,
+	reflect.TypeFor[*slov1alpha1.NodeSLO]():                    lenient.NodeSLOs,
+	reflect.TypeFor[*analysisv1alpha1.Recommendation]():        lenient.Recommendations,
+	reflect.TypeFor[*analysisv1alpha1.RecommendationProfile](): lenient.RecommendationProfiles,
 }
 
 func metricsOptions(o Options) metricsserver.Options {
@@ -237,6 +244,17 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	if err := (&reservationlifecycle.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace, GCAfter: gc, Reporter: reporter}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, err
+	}
+	if o.Gates != nil && o.Gates.Enabled(features.ResourceRecommender) {
+		if o.Recommender.Metrics, err = recommender.NewMetrics(ctrlmetrics.Registry); err != nil {
+			return nil, err
+		}
+		if _, err := recommender.Setup(ctx, mgr, o.Recommender); err != nil {
+			return nil, err
+		}
+		if err := recommender.SetupProfiles(mgr); err != nil {
+			return nil, err
+		}
 	}
 	if o.Webhook.Port != 0 {
 		if err := setupWebhooks(ctx, mgr, o, certProvider); err != nil {

@@ -67,17 +67,17 @@ func Defaults() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.HalfLife <= 0:
-		return fmt.Errorf("recommender half-life %v: must be positive", c.HalfLife)
+		return fmt.Errorf("--recommender-half-life %v: must be positive", c.HalfLife)
 	case c.CPUPercentile <= 0 || c.CPUPercentile > 1:
-		return fmt.Errorf("recommender cpu percentile %v: must be in (0, 1]", c.CPUPercentile)
+		return fmt.Errorf("--recommender-cpu-percentile %v: must be in (0, 1]", c.CPUPercentile)
 	case c.MemoryPercentile <= 0 || c.MemoryPercentile > 1:
-		return fmt.Errorf("recommender memory percentile %v: must be in (0, 1]", c.MemoryPercentile)
+		return fmt.Errorf("--recommender-memory-percentile %v: must be in (0, 1]", c.MemoryPercentile)
 	case c.SafetyMargin < 0:
-		return fmt.Errorf("recommender safety margin %v: must not be negative", c.SafetyMargin)
+		return fmt.Errorf("--recommender-safety-margin %v: must not be negative", c.SafetyMargin)
 	case c.MinSamples < 1:
-		return fmt.Errorf("recommender min samples %d: must be at least 1", c.MinSamples)
+		return fmt.Errorf("--recommender-min-samples %d: must be at least 1", c.MinSamples)
 	case c.WarmUp < 0:
-		return fmt.Errorf("recommender warm-up %v: must not be negative", c.WarmUp)
+		return fmt.Errorf("--recommender-warm-up %v: must not be negative", c.WarmUp)
 	case c.OOMBumpRatio < 1:
 		return fmt.Errorf("recommender OOM bump ratio %v: must be at least 1", c.OOMBumpRatio)
 	}
@@ -107,6 +107,10 @@ type target struct {
 	// requests of each container name in the newest pod sampled.
 	requests    map[string]corev1.ResourceList
 	newestPodAt time.Time
+	// restoredUntil is each checkpoint's last sample: a restarted manager
+	// reads the latest NodeMetrics again, and what they hold is already in
+	// the checkpoint.
+	restoredUntil map[string]time.Time
 }
 
 type containerKey struct {
@@ -140,7 +144,8 @@ func (m *Model) Track(rec types.NamespacedName, checkpoints []analysisv1alpha1.C
 	if m.targets[rec] != nil {
 		return nil
 	}
-	t := &target{aggregates: map[string]*vpamodel.AggregateContainerState{}, containers: map[containerKey]*vpamodel.ContainerState{}, requests: map[string]corev1.ResourceList{}}
+	t := &target{aggregates: map[string]*vpamodel.AggregateContainerState{}, containers: map[containerKey]*vpamodel.ContainerState{},
+		requests: map[string]corev1.ResourceList{}, restoredUntil: map[string]time.Time{}}
 	m.targets[rec] = t
 	var errs []error
 	for _, cp := range checkpoints {
@@ -154,6 +159,7 @@ func (m *Model) Track(rec types.NamespacedName, checkpoints []analysisv1alpha1.C
 			continue
 		}
 		t.aggregates[cp.ContainerName] = a
+		t.restoredUntil[cp.ContainerName] = a.LastSampleStart
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%v", errs)
@@ -201,13 +207,13 @@ type Sample struct {
 }
 
 // Add records a sample for a tracked Recommendation; it reports whether
-// the CPU sample was taken (a sample older than the container's last is
-// not).
+// the CPU sample was taken (a sample older than the container's last, or
+// than the checkpoint it was restored from, is not).
 func (m *Model) Add(rec types.NamespacedName, s Sample) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.targets[rec]
-	if t == nil {
+	if t == nil || !s.Start.After(t.restoredUntil[s.Container]) {
 		return false
 	}
 	c := t.container(s.Pod, s.Container, s.Requests)

@@ -171,6 +171,14 @@ func TestCheckpointRoundTrip(t *testing.T) {
 			t.Errorf("restored %s target %s, want %s", r, g.String(), w.String())
 		}
 	}
+	// The restarted manager reads the last report again: it is in the
+	// checkpoint already and is not counted twice.
+	if restarted.Add(rec, Sample{Pod: "p1", Container: "app", Requests: requests("2", "1Gi"), Start: t0.Add(599 * time.Minute), CPU: 1, Memory: 1 << 30}) {
+		t.Error("a sample the checkpoint holds was taken again")
+	}
+	if !restarted.Add(rec, Sample{Pod: "p1", Container: "app", Requests: requests("2", "1Gi"), Start: t0.Add(600 * time.Minute), CPU: 1, Memory: 1 << 30}) {
+		t.Error("a sample after the checkpoint was refused")
+	}
 	// A checkpoint that does not parse is reported by name; the others load.
 	bad := append([]analysisv1alpha1.ContainerCheckpoint{}, back...)
 	bad = append(bad, analysisv1alpha1.ContainerCheckpoint{ContainerName: "sidecar", Version: back[0].Version, CPUHistogram: analysisv1alpha1.HistogramCheckpoint{TotalWeight: "lots"}})
@@ -208,7 +216,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	c := Defaults()
 	c.CPUPercentile = 1.5
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "cpu percentile") {
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--recommender-cpu-percentile") {
 		t.Errorf("percentile 1.5: %v", err)
 	}
 }
