@@ -61,7 +61,9 @@ Implemented: `)
 	b.WriteString(code(implemented))
 	b.WriteString(`. Their defaults are Koordinator's, except ` + "`ConfigMapValidatingWebhook`" + `:
 on in Koord (off in Koordinator), since refusing an slo-controller-config
-koord-manager would not accept loses nothing.
+koord-manager would not accept loses nothing. ` + "`ResourceRecommender`" + ` is
+Koord's own (Koordinator ships the Recommendation CRD without a controller):
+off by default.
 
 Accepted, not acted on (logged once at start when set away from the
 default, and listed in ` + "`koord_feature_gate_not_implemented{gate}`" + `): `)

@@ -163,16 +163,33 @@ func TestCRDToggles(t *testing.T) {
 	// PodGroup and ElasticQuota come in Koordinator's group by default, as
 	// its chart installs them.
 	if got := names(byKind(render(t), "CustomResourceDefinition")); got !=
-		"clustercolocationprofiles.config.koordinator.sh,podmigrationjobs.scheduling.koordinator.sh,reservations.scheduling.koordinator.sh,elasticquotas.scheduling.sigs.k8s.io,podgroups.scheduling.sigs.k8s.io,nodemetrics.slo.koordinator.sh,nodeslos.slo.koordinator.sh" {
+		"recommendationprofiles.analysis.koordinator.sh,recommendations.analysis.koordinator.sh,clustercolocationprofiles.config.koordinator.sh,podmigrationjobs.scheduling.koordinator.sh,reservations.scheduling.koordinator.sh,elasticquotas.scheduling.sigs.k8s.io,podgroups.scheduling.sigs.k8s.io,nodemetrics.slo.koordinator.sh,nodeslos.slo.koordinator.sh" {
 		t.Errorf("default CRDs %s", got)
 	}
-	if got := names(byKind(render(t, "--set", "crds.nodeslos=false,crds.noderesourcetopologies=true,crds.podgroups=false,crds.elasticquotas=false,crds.clustercolocationprofiles=false,crds.podmigrationjobs=false"), "CustomResourceDefinition")); got !=
+	if got := names(byKind(render(t, "--set", "crds.nodeslos=false,crds.noderesourcetopologies=true,crds.podgroups=false,crds.elasticquotas=false,crds.clustercolocationprofiles=false,crds.podmigrationjobs=false,crds.recommendations=false,crds.recommendationprofiles=false"), "CustomResourceDefinition")); got !=
 		"reservations.scheduling.koordinator.sh,nodemetrics.slo.koordinator.sh,noderesourcetopologies.topology.node.k8s.io" {
 		t.Errorf("toggled CRDs %s", got)
 	}
-	if got := names(byKind(render(t, "--set", "crds.schedulerPluginsPodgroups=true,crds.schedulerPluginsElasticquotas=true,crds.podgroups=false,crds.elasticquotas=false,crds.reservations=false,crds.clustercolocationprofiles=false,crds.podmigrationjobs=false"), "CustomResourceDefinition")); got !=
+	if got := names(byKind(render(t, "--set", "crds.schedulerPluginsPodgroups=true,crds.schedulerPluginsElasticquotas=true,crds.podgroups=false,crds.elasticquotas=false,crds.reservations=false,crds.clustercolocationprofiles=false,crds.podmigrationjobs=false,crds.recommendations=false,crds.recommendationprofiles=false"), "CustomResourceDefinition")); got !=
 		"elasticquotas.scheduling.x-k8s.io,podgroups.scheduling.x-k8s.io,nodemetrics.slo.koordinator.sh,nodeslos.slo.koordinator.sh" {
 		t.Errorf("toggled CRDs %s", got)
+	}
+}
+
+// The recommender is off by default; on, koord-manager gets its gate and
+// the settings.
+func TestRecommender(t *testing.T) {
+	args := func(objs []*unstructured.Unstructured) []string {
+		return toStrings(containers(t, named(t, objs, "Deployment", "koord-manager"))[0]["args"])
+	}
+	if a := args(render(t)); slices.ContainsFunc(a, func(s string) bool { return strings.Contains(s, "recommender") || strings.Contains(s, "ResourceRecommender") }) {
+		t.Errorf("the recommender is on by default: %v", a)
+	}
+	a := args(render(t, "--set", "manager.recommender.enabled=true,manager.recommender.cpuPercentile=0.9,manager.recommender.warmUp=30m"))
+	for _, want := range []string{"--feature-gates=ResourceRecommender=true", "--recommender-cpu-percentile=0.9", "--recommender-warm-up=30m", "--recommender-half-life=24h", "--recommender-min-samples=30"} {
+		if !slices.Contains(a, want) {
+			t.Errorf("manager.recommender.enabled: args %v lack %s", a, want)
+		}
 	}
 }
 

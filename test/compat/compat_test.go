@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	analysisv1alpha1 "github.com/koord-project/koord/apis/analysis/v1alpha1"
 	colocationv1alpha1 "github.com/koord-project/koord/apis/colocation/v1alpha1"
 	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/internal/controlplane"
@@ -50,6 +51,17 @@ var corpus = map[string]expectation{
 	// koord-manager's pod webhook applies it to the documentation's own pod
 	// and gets the pod the documentation shows.
 	"docs-colocation-profile.yaml": {check: checkColocationProfile},
+	// The recommender reads its target as written (its status is the
+	// recommender's to write).
+	"repo-sample-recommendation.yaml": {check: func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
+		rec, err := cp.Koord.AnalysisV1alpha1().Recommendations("default").Get(ctx, "recommendation-sample", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := rec.Spec.Target.Workload; rec.Spec.Target.Type != analysisv1alpha1.RecommendationTargetWorkload || w == nil || w.Kind != "Deployment" || w.Name != "nginx-sample-deployment" || w.APIVersion != "apps/v1" {
+			t.Errorf("target %+v", rec.Spec.Target)
+		}
+	}},
 	// The template of every key. Its system-config is not JSON (a comma is
 	// missing after clusterStrategy): Koordinator cannot read that key
 	// either, and Koord reports it, naming it; as in Koordinator, the other

@@ -11,11 +11,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
+	analysisv1alpha1 "github.com/koord-project/koord/apis/analysis/v1alpha1"
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
@@ -222,7 +224,8 @@ func TestManagerBinaryWithShippedRBAC(t *testing.T) {
 	var out syncBuffer
 	port, health := freePort(t), freePort(t)
 	cmd := exec.Command(commandBinary(t, "koord-manager", "KOORD_MANAGER_BIN"), "--kubeconfig="+kubeconfig, "--namespace=koord-system",
-		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", port), fmt.Sprintf("--health-addr=127.0.0.1:%d", health), fmt.Sprintf("--webhook-port=%d", freePort(t)), "-v=2")
+		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", port), fmt.Sprintf("--health-addr=127.0.0.1:%d", health), fmt.Sprintf("--webhook-port=%d", freePort(t)),
+		"--feature-gates=ResourceRecommender=true", "-v=2")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -237,6 +240,21 @@ func TestManagerBinaryWithShippedRBAC(t *testing.T) {
 	})
 	// 8 × 60 % − 1 core of system = 3.8 cores.
 	waitBatch(t, ctx, cp, "mb-1", 3800, -1)
+	// The recommender, with the shipped RBAC: a profile makes a
+	// Recommendation for a Deployment, whose status the recommender writes.
+	if _, err := cp.Client.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "api"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "api"}}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Koord.AnalysisV1alpha1().RecommendationProfiles().Create(ctx, &analysisv1alpha1.RecommendationProfile{ObjectMeta: metav1.ObjectMeta{Name: "all"},
+		Spec: analysisv1alpha1.RecommendationProfileSpec{ControllerKinds: []string{"Deployment"}, EnabledNamespaces: []string{"default"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRecommendation(t, ctx, cp, "default", "deployment-api", "got a status from the binary", func(r *analysisv1alpha1.Recommendation) bool {
+		c := meta.FindStatusCondition(r.Status.Conditions, analysisv1alpha1.RecommendationConditionReady)
+		return c != nil && c.Reason == "NoSamples"
+	})
 	if _, err := cp.Client.CoordinationV1().Leases("koord-system").Get(ctx, "koord-manager", metav1.GetOptions{}); err != nil {
 		t.Errorf("no koord-manager lease: %v", err)
 	}
