@@ -104,13 +104,29 @@ type Model struct {
 type target struct {
 	aggregates map[string]*vpamodel.AggregateContainerState
 	containers map[containerKey]*vpamodel.ContainerState
-	// requests of each container name in the newest pod sampled.
-	requests    map[string]corev1.ResourceList
+	// requests of each container name in the newest pod sampled, kept as
+	// numbers: a ResourceList per workload would be a tenth of the model.
+	requests    map[string]requested
 	newestPodAt time.Time
 	// restoredUntil is each checkpoint's last sample: a restarted manager
 	// reads the latest NodeMetrics again, and what they hold is already in
 	// the checkpoint.
 	restoredUntil map[string]time.Time
+}
+
+// requested is a container's CPU (millicores) and memory (bytes) requests;
+// -1 when it requests none.
+type requested struct{ cpu, memory int64 }
+
+func requestsOf(l corev1.ResourceList) requested {
+	r := requested{-1, -1}
+	if q, ok := l[corev1.ResourceCPU]; ok {
+		r.cpu = q.MilliValue()
+	}
+	if q, ok := l[corev1.ResourceMemory]; ok {
+		r.memory = q.Value()
+	}
+	return r
 }
 
 type containerKey struct {
@@ -145,7 +161,7 @@ func (m *Model) Track(rec types.NamespacedName, checkpoints []analysisv1alpha1.C
 		return nil
 	}
 	t := &target{aggregates: map[string]*vpamodel.AggregateContainerState{}, containers: map[containerKey]*vpamodel.ContainerState{},
-		requests: map[string]corev1.ResourceList{}, restoredUntil: map[string]time.Time{}}
+		requests: map[string]requested{}}
 	m.targets[rec] = t
 	var errs []error
 	for _, cp := range checkpoints {
@@ -159,6 +175,9 @@ func (m *Model) Track(rec types.NamespacedName, checkpoints []analysisv1alpha1.C
 			continue
 		}
 		t.aggregates[cp.ContainerName] = a
+		if t.restoredUntil == nil {
+			t.restoredUntil = map[string]time.Time{}
+		}
 		t.restoredUntil[cp.ContainerName] = a.LastSampleStart
 	}
 	if len(errs) > 0 {
@@ -219,7 +238,7 @@ func (m *Model) Add(rec types.NamespacedName, s Sample) bool {
 	c := t.container(s.Pod, s.Container, s.Requests)
 	if !s.PodAt.Before(t.newestPodAt) {
 		t.newestPodAt = s.PodAt
-		t.requests[s.Container] = s.Requests
+		t.requests[s.Container] = requestsOf(s.Requests)
 	}
 	ok := c.AddSample(&vpamodel.ContainerUsageSample{MeasureStart: s.Start, Usage: vpamodel.CPUAmountFromCores(s.CPU), Resource: vpamodel.ResourceCPU})
 	c.AddSample(&vpamodel.ContainerUsageSample{MeasureStart: s.Start, Usage: vpamodel.MemoryAmountFromBytes(s.Memory), Resource: vpamodel.ResourceMemory})
@@ -306,11 +325,16 @@ func (m *Model) Recommend(rec types.NamespacedName) (Result, bool) {
 		r := got[name]
 		st := analysisv1alpha1.RecommendedContainerStatus{ContainerName: name,
 			Resources: asList(r.Target), LowerBound: asList(r.LowerBound), UpperBound: asList(r.UpperBound)}
-		if req := t.requests[name]; len(req) > 0 {
+		if req, ok := t.requests[name]; ok && (req.cpu >= 0 || req.memory >= 0) {
 			st.CurrentRequests = corev1.ResourceList{}
 			for _, rn := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-				q, ok := req[rn]
-				if !ok {
+				var q resource.Quantity
+				switch {
+				case rn == corev1.ResourceCPU && req.cpu >= 0:
+					q = *resource.NewMilliQuantity(req.cpu, resource.DecimalSI)
+				case rn == corev1.ResourceMemory && req.memory >= 0:
+					q = *resource.NewQuantity(req.memory, resource.BinarySI)
+				default:
 					continue
 				}
 				st.CurrentRequests[rn] = q
