@@ -182,7 +182,9 @@ func TestRecommender(t *testing.T) {
 	args := func(objs []*unstructured.Unstructured) []string {
 		return toStrings(containers(t, named(t, objs, "Deployment", "koord-manager"))[0]["args"])
 	}
-	if a := args(render(t)); slices.ContainsFunc(a, func(s string) bool { return strings.Contains(s, "recommender") || strings.Contains(s, "ResourceRecommender") }) {
+	if a := args(render(t)); slices.ContainsFunc(a, func(s string) bool {
+		return strings.Contains(s, "recommender") || strings.Contains(s, "ResourceRecommender")
+	}) {
 		t.Errorf("the recommender is on by default: %v", a)
 	}
 	a := args(render(t, "--set", "manager.recommender.enabled=true,manager.recommender.cpuPercentile=0.9,manager.recommender.warmUp=30m"))
