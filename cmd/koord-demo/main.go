@@ -31,6 +31,7 @@ import (
 	"github.com/koord-project/koord/manifests"
 	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/slo/manager"
+	"github.com/koord-project/koord/pkg/slo/recommender"
 )
 
 func main() {
@@ -152,6 +153,9 @@ func run(keep bool) error {
 	if err := deschedulerScene(ctx, cp); err != nil {
 		return fmt.Errorf("descheduler scene: %w", err)
 	}
+	if err := recommenderScene(ctx, cp); err != nil {
+		return fmt.Errorf("recommender scene: %w", err)
+	}
 	if err := trustScene(ctx, cp); err != nil {
 		return fmt.Errorf("trust scene: %w", err)
 	}
@@ -261,9 +265,12 @@ func startManager(ctx context.Context, cp *controlplane.ControlPlane) (stop func
 	}
 	ctrl.SetLogger(klog.NewKlogr()) // into the log file, like the rest
 	gates := features.New()
-	if err := gates.Set("BatchResource=false"); err != nil {
+	if err := gates.Set("BatchResource=false,ResourceRecommender=true"); err != nil {
 		return nil, err
 	}
+	// The recommender with a warm-up the demo's twenty reports meet.
+	rcfg := recommender.Defaults()
+	rcfg.MinSamples, rcfg.WarmUp = 10, 5*time.Minute
 	port, err := webhookPort(ctx, cp)
 	if err != nil {
 		return nil, err
@@ -272,7 +279,8 @@ func startManager(ctx context.Context, cp *controlplane.ControlPlane) (stop func
 	mgr, err := manager.New(mctx, cp.Config, manager.Options{Namespace: managerNamespace, MetricsAddr: "0", HealthAddr: "0", Gates: gates, ReservationGCAfter: time.Hour,
 		Webhook: manager.WebhookOptions{Host: "127.0.0.1", Port: port, CertSecret: "koord-webhook-certs", CertSelfManaged: true, CertHosts: []string{"127.0.0.1"},
 			CertValidity: 24 * time.Hour, MutatingConfigurations: []string{"koord-mutating-webhook-configuration"},
-			ValidatingConfigurations: []string{"koord-validating-webhook-configuration"}}})
+			ValidatingConfigurations: []string{"koord-validating-webhook-configuration"}},
+		Recommender: recommender.Options{Config: rcfg, Interval: 100 * time.Millisecond}})
 	if err != nil {
 		cancel()
 		return nil, err
