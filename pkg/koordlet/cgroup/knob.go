@@ -191,15 +191,24 @@ func (l Layout) readRaw(k Knob, dir string) (int64, error) {
 }
 
 // classify tells a vanished cgroup (fs.ErrNotExist) from a knob this kernel
-// lacks (ErrUnsupported).
+// lacks (ErrUnsupported). A cgroup being removed can still be listed while
+// its files are already gone (the kernel removes a directory's files
+// first): if kubelet's top cgroup, which lives as long as kubelet, has the
+// file, the kernel offers the knob and this cgroup is on its way out. The
+// Applier would otherwise give up on the knob for good.
 func (l Layout) classify(k Knob, dir string, err error) error {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if st, serr := os.Stat(l.Path(knobs[k].controller, dir, "")); serr == nil && st.IsDir() {
-		return fmt.Errorf("%s of %s: %w", l.File(k), dir, ErrUnsupported)
+	if st, serr := os.Stat(l.Path(knobs[k].controller, dir, "")); serr != nil || !st.IsDir() {
+		return err
 	}
-	return err
+	if top := l.QoSDir(corev1.PodQOSGuaranteed); top != dir {
+		if _, serr := os.Stat(l.Path(knobs[k].controller, top, l.File(k))); serr == nil {
+			return fmt.Errorf("%s of %s (a cgroup being removed): %w", l.File(k), dir, err)
+		}
+	}
+	return fmt.Errorf("%s of %s: %w", l.File(k), dir, ErrUnsupported)
 }
 
 // sharesToWeight is kubelet's conversion of cpu.shares to cgroup v2's cpu.weight.

@@ -102,6 +102,35 @@ func TestMissingFiles(t *testing.T) {
 	}
 }
 
+// A pod cgroup caught while the kernel removes it (its directory still
+// listed, its files gone) is a vanished cgroup, not a kernel without the
+// knob: kubelet's kubepods cgroup has the file. The Applier keeps the knob
+// and sets it on the next pod.
+func TestCgroupBeingRemovedIsNotUnsupported(t *testing.T) {
+	root := t.TempDir()
+	l := Layout{Root: root, Version: V1, Driver: Cgroupfs}
+	write(t, filepath.Join(root, "memory/kubepods/memory.limit_in_bytes"), "9223372036854771712\n")
+	if err := os.MkdirAll(filepath.Join(root, "memory/kubepods/besteffort/pod-going"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Read(MemoryLimit, "kubepods/besteffort/pod-going"); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrUnsupported) {
+		t.Errorf("a cgroup being removed: %v, want fs.ErrNotExist", err)
+	}
+	a := &Applier{Layout: l}
+	res := a.Apply([]Setting{{Dir: "kubepods/besteffort/pod-going", Knob: MemoryLimit, Value: 1 << 20, Owner: "going"}}, true)
+	if len(res.Unsupported) != 0 || len(res.Errors) != 0 || a.Unsupported(MemoryLimit) {
+		t.Fatalf("a cgroup being removed made memory.limit_in_bytes unsupported: %+v", res)
+	}
+	write(t, filepath.Join(root, "memory/kubepods/besteffort/pod-next/memory.limit_in_bytes"), "9223372036854771712\n")
+	if res := a.Apply([]Setting{{Dir: "kubepods/besteffort/pod-next", Knob: MemoryLimit, Value: 1 << 20, Owner: "next"}}, true); res.Writes != 1 {
+		t.Errorf("the next pod's memory limit was not written: %+v", res)
+	}
+	// Where kubepods lacks the file too, the kernel lacks the knob.
+	if _, err := l.Read(MemoryMin, "kubepods/besteffort/pod-next"); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("memory.min on v1 under kubepods: %v, want ErrUnsupported", err)
+	}
+}
+
 // The applier reads before it writes, writes in an order the kernel takes,
 // reports an unsupported knob once and does not try it again, and between
 // full passes leaves confirmed values unread.
