@@ -22,6 +22,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&LoadAwareSchedulingArgs{},
 		&NodeNUMAResourceArgs{},
 		&ReservationArgs{},
+		&CoschedulingArgs{},
 	)
 	return nil
 }

@@ -198,3 +198,43 @@ func (a *ReservationArgs) NotActedOn() []string {
 	add(a.ReservationSelectorIndex != nil, "reservationSelectorIndex", "set")
 	return out
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// CoschedulingArgs configures the Coscheduling (gang) plugin, under
+// Koordinator's names.
+type CoschedulingArgs struct {
+	metav1.TypeMeta
+
+	// DefaultTimeout is how long a gang's placed members wait at Permit for
+	// the others when neither its PodGroup nor its annotations say.
+	DefaultTimeout metav1.Duration
+	// DefaultMatchPolicy says which members count towards minMember when
+	// the gang does not say: once-satisfied, only-waiting,
+	// waiting-and-running.
+	DefaultMatchPolicy string
+	// Koordinator's, accepted and reported (NotActedOn): Koord keeps no gang
+	// controller in the scheduler (koord-manager writes PodGroup status), and
+	// preempts for gangs and reads network topology not at all.
+	ControllerWorkers      int64
+	SkipCheckScheduleCycle bool
+	EnablePreemption       bool
+	AwareNetworkTopology   bool
+}
+
+// NotActedOn names the args set that change nothing, as "field=value".
+func (a *CoschedulingArgs) NotActedOn() []string {
+	var out []string
+	if a.ControllerWorkers != 1 {
+		out = append(out, fmt.Sprintf("controllerWorkers=%d", a.ControllerWorkers))
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"skipCheckScheduleCycle", a.SkipCheckScheduleCycle}, {"enablePreemption", a.EnablePreemption}, {"awareNetworkTopology", a.AwareNetworkTopology}} {
+		if f.set {
+			out = append(out, f.name+"=true")
+		}
+	}
+	return out
+}

@@ -1,7 +1,10 @@
 package v1
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/koord-project/koord/apis/config"
@@ -84,5 +87,23 @@ func SetDefaults_NodeNUMAResourceArgs(obj *NodeNUMAResourceArgs) {
 	}
 	if obj.TopologySource == "" {
 		obj.TopologySource = TopologySource(config.TopologySourceConfigMap)
+	}
+}
+
+// SetDefaults_CoschedulingArgs fills Koordinator's defaults.
+func SetDefaults_CoschedulingArgs(obj *CoschedulingArgs) {
+	if obj.DefaultTimeout == nil {
+		obj.DefaultTimeout = &metav1.Duration{Duration: 600 * time.Second}
+	}
+	if obj.ControllerWorkers == nil {
+		obj.ControllerWorkers = ptr.To[int64](1)
+	}
+	for _, b := range []**bool{&obj.SkipCheckScheduleCycle, &obj.EnablePreemption, &obj.AwareNetworkTopology} {
+		if *b == nil {
+			*b = ptr.To(false)
+		}
+	}
+	if obj.DefaultMatchPolicy == nil {
+		obj.DefaultMatchPolicy = ptr.To(extension.GangMatchOnceSatisfied)
 	}
 }

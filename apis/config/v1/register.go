@@ -27,6 +27,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&LoadAwareSchedulingArgs{},
 		&NodeNUMAResourceArgs{},
 		&ReservationArgs{},
+		&CoschedulingArgs{},
 	)
 	return nil
 }

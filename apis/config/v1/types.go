@@ -122,3 +122,24 @@ type ReservationSelectorIndexArgs struct {
 	KeyPrefixes []string `json:"keyPrefixes,omitempty"`
 	Keys        []string `json:"keys,omitempty"`
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// CoschedulingArgs are Koordinator's Coscheduling (gang) plugin args.
+type CoschedulingArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// DefaultTimeout is a gang's wait at Permit when it does not say (600s).
+	DefaultTimeout *metav1.Duration `json:"defaultTimeout,omitempty"`
+	// ControllerWorkers: Koordinator's gang controller's workers (default 1;
+	// Koord has none in the scheduler, so another value is reported).
+	ControllerWorkers *int64 `json:"controllerWorkers,omitempty"`
+	// SkipCheckScheduleCycle, EnablePreemption and AwareNetworkTopology are
+	// Koordinator's; accepted, reported, not acted on.
+	SkipCheckScheduleCycle *bool `json:"skipCheckScheduleCycle,omitempty"`
+	EnablePreemption       *bool `json:"enablePreemption,omitempty"`
+	AwareNetworkTopology   *bool `json:"awareNetworkTopology,omitempty"`
+	// DefaultMatchPolicy is once-satisfied (default), only-waiting or
+	// waiting-and-running.
+	DefaultMatchPolicy *string `json:"defaultMatchPolicy,omitempty"`
+}

@@ -19,6 +19,8 @@ func ValidatePluginArgs(path *field.Path, args runtime.Object) error {
 		return ValidateNodeNUMAResourceArgs(path, a)
 	case *config.ReservationArgs:
 		return ValidateReservationArgs(path, a)
+	case *config.CoschedulingArgs:
+		return ValidateCoschedulingArgs(path, a)
 	}
 	return nil
 }

@@ -156,3 +156,22 @@ func ValidateReservationArgs(path *field.Path, args *config.ReservationArgs) err
 	}
 	return errs.ToAggregate()
 }
+
+// ValidateCoschedulingArgs checks CoschedulingArgs: a positive timeout, a
+// known match policy, workers not negative.
+func ValidateCoschedulingArgs(path *field.Path, args *config.CoschedulingArgs) error {
+	var errs field.ErrorList
+	if args.DefaultTimeout.Duration <= 0 {
+		errs = append(errs, field.Invalid(path.Child("defaultTimeout"), args.DefaultTimeout.Duration.String(), "must be positive"))
+	}
+	switch args.DefaultMatchPolicy {
+	case extension.GangMatchOnceSatisfied, extension.GangMatchOnlyWaiting, extension.GangMatchWaitingAndRunning:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("defaultMatchPolicy"), args.DefaultMatchPolicy,
+			[]string{extension.GangMatchOnceSatisfied, extension.GangMatchOnlyWaiting, extension.GangMatchWaitingAndRunning}))
+	}
+	if args.ControllerWorkers < 0 {
+		errs = append(errs, field.Invalid(path.Child("controllerWorkers"), args.ControllerWorkers, "must not be negative"))
+	}
+	return errs.ToAggregate()
+}

@@ -19,6 +19,7 @@ import (
 	_ "github.com/koord-project/koord/apis/config/scheme"
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/pkg/features"
+	"github.com/koord-project/koord/pkg/plugins/coscheduling"
 	"github.com/koord-project/koord/pkg/plugins/loadaware"
 	"github.com/koord-project/koord/pkg/plugins/numaresource"
 	"github.com/koord-project/koord/pkg/plugins/reservation"
@@ -38,6 +39,7 @@ func Plugins() []kubeschedulerapp.Option {
 		kubeschedulerapp.WithPlugin(loadaware.Name, ext.Factory(loadaware.New)),
 		kubeschedulerapp.WithPlugin(numaresource.Name, ext.Factory(numaresource.New)),
 		kubeschedulerapp.WithPlugin(reservation.Name, ext.Factory(reservation.New)),
+		kubeschedulerapp.WithPlugin(coscheduling.Name, ext.Factory(coscheduling.New)),
 	}
 }
 

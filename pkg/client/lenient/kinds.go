@@ -5,6 +5,7 @@ import (
 
 	analysisv1alpha1 "github.com/koord-project/koord/apis/analysis/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
 
@@ -18,6 +19,8 @@ var (
 		New: func() runtime.Object { return &analysisv1alpha1.Recommendation{} }, NewList: func() runtime.Object { return &analysisv1alpha1.RecommendationList{} }}
 	RecommendationProfiles = Kind{Resource: analysisv1alpha1.SchemeGroupVersion.WithResource("recommendationprofiles"),
 		New: func() runtime.Object { return &analysisv1alpha1.RecommendationProfile{} }, NewList: func() runtime.Object { return &analysisv1alpha1.RecommendationProfileList{} }}
+	PodGroups = Kind{Resource: schedulingsigsv1alpha1.SchemeGroupVersion.WithResource("podgroups"),
+		New: func() runtime.Object { return &schedulingsigsv1alpha1.PodGroup{} }, NewList: func() runtime.Object { return &schedulingsigsv1alpha1.PodGroupList{} }}
 	NodeSLOs = Kind{Resource: slov1alpha1.SchemeGroupVersion.WithResource("nodeslos"),
 		New: func() runtime.Object { return &slov1alpha1.NodeSLO{} }, NewList: func() runtime.Object { return &slov1alpha1.NodeSLOList{} }}
 )

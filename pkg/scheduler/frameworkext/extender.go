@@ -26,6 +26,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	koordclientset "github.com/koord-project/koord/pkg/client/clientset/versioned"
 	koordinformers "github.com/koord-project/koord/pkg/client/informers/externalversions"
@@ -131,7 +132,7 @@ func (e *Extender) Informers(h fwk.Handle) (koordinformers.SharedInformerFactory
 	return e.factory, nil
 }
 
-// installLenient makes the factory's Reservation and NodeMetric informers
+// installLenient makes the factory's Reservation, NodeMetric and PodGroup informers
 // decode one object at a time (package lenient): an object that does not
 // decode is skipped, logged and reported as an Event, once per version,
 // instead of keeping the cache from syncing and every plugin waiting on it.
@@ -150,7 +151,8 @@ func (e *Extender) installLenient(h fwk.Handle) error {
 			rec.Eventf(u, nil, corev1.EventTypeWarning, "InvalidObject", "Decoding", "koord-scheduler ignores this object: %v", err)
 		}
 	}
-	kinds := map[runtime.Object]lenient.Kind{&schedulingv1alpha1.Reservation{}: lenient.Reservations, &slov1alpha1.NodeMetric{}: lenient.NodeMetrics}
+	kinds := map[runtime.Object]lenient.Kind{&schedulingv1alpha1.Reservation{}: lenient.Reservations, &slov1alpha1.NodeMetric{}: lenient.NodeMetrics,
+		&schedulingsigsv1alpha1.PodGroup{}: lenient.PodGroups}
 	for obj, k := range kinds {
 		e.factory.InformerFor(obj, func(koordclientset.Interface, time.Duration) cache.SharedIndexInformer {
 			return lenient.Informer(dyn, k, nil, refused)

@@ -1,0 +1,507 @@
+// Package coscheduling is the Coscheduling plugin: gang scheduling. A gang
+// is a PodGroup (scheduling.sigs.k8s.io, by the pod's label) or the pods
+// Koordinator's gang annotations name; its members are placed all together
+// or not at all. Each member waits at Permit, holding its node's resources
+// (other pods' Filter sees them), until minMember members are placed, and
+// then all bind. When the wait times out, or in Strict mode a member finds
+// no node, every waiting member is rejected at once: nothing stays held,
+// and the members go back to the queue together.
+package coscheduling
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/koord-project/koord/apis/config"
+	"github.com/koord-project/koord/apis/config/validation"
+	"github.com/koord-project/koord/apis/extension"
+	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
+	"github.com/koord-project/koord/pkg/client/lenient"
+	sigslisters "github.com/koord-project/koord/pkg/client/listers/schedulingsigs/v1alpha1"
+	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
+)
+
+// Name is the plugin's name in KubeSchedulerConfiguration (Koordinator's).
+const Name = "Coscheduling"
+
+// Plugin is the Coscheduling plugin.
+type Plugin struct {
+	h         fwk.Handle
+	args      config.CoschedulingArgs
+	pods      corelisters.PodLister
+	podGroups sigslisters.PodGroupLister // nil when the PodGroup CRD is not served
+	logger    klog.Logger
+
+	mu sync.Mutex
+	// satisfied are the gangs (by key and the PodGroup's UID) that reached
+	// minMember once: later members (replacements) bind on their own under
+	// the once-satisfied policy.
+	satisfied map[string]bool
+	// failed is, per Strict gang, the member that last found no node:
+	// while it is still pending, the others are not let wait and hold
+	// resources for a gang that cannot complete.
+	failed map[string]*corev1.Pod
+}
+
+var (
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.PostFilterPlugin  = &Plugin{}
+	_ fwk.PermitPlugin      = &Plugin{}
+	_ fwk.ReservePlugin     = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+)
+
+// New decodes the args and starts the PodGroup informer (when the CRD is
+// served: annotation gangs work without it).
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, ext *frameworkext.Extender) (fwk.Plugin, error) {
+	args, ok := obj.(*config.CoschedulingArgs)
+	if !ok {
+		return nil, fmt.Errorf("want args of type CoschedulingArgs, got %T", obj)
+	}
+	if err := validation.ValidateCoschedulingArgs(nil, args); err != nil {
+		return nil, err
+	}
+	logger := klog.FromContext(ctx).WithName(Name)
+	frameworkext.ReportArgsNotActedOn(logger, Name, args.NotActedOn())
+	p := &Plugin{h: h, args: *args, pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), logger: logger, satisfied: map[string]bool{}, failed: map[string]*corev1.Pod{}}
+	if served(h, schedulingsigsv1alpha1.SchemeGroupVersion.String(), "podgroups") {
+		factory, err := ext.Informers(h)
+		if err != nil {
+			return nil, err
+		}
+		inf := factory.SchedulingSigs().V1alpha1().PodGroups()
+		p.podGroups = inf.Lister()
+		ext.Start(ctx)
+		if err := lenient.WaitForSync(ctx, frameworkext.SyncTimeout, Name+": the PodGroup informer", inf.Informer().HasSynced); err != nil {
+			return nil, err
+		}
+	} else {
+		logger.Info("The PodGroup CRD (scheduling.sigs.k8s.io/v1alpha1) is not served: gangs are declared by annotations only")
+	}
+	// A new member may complete its gang: the members turned away are
+	// activated (kube-scheduler requeues unscheduled pods on another
+	// pending pod's arrival only with its GenericWorkload gate). A gang is
+	// forgotten when its last member goes, so that a new gang of the same
+	// name starts afresh and the maps stay as large as the live gangs.
+	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: p.onPodAdd, DeleteFunc: p.onPodDelete,
+	}); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Plugin) onPodAdd(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName != "" {
+		return
+	}
+	name := extension.GangName(pod.Labels, pod.Annotations)
+	if name == "" {
+		return
+	}
+	members, err := p.members(pod.Namespace + "/" + name)
+	if err != nil {
+		return
+	}
+	pending := map[string]*corev1.Pod{}
+	for _, m := range members {
+		if m.Spec.NodeName == "" && m.UID != pod.UID {
+			pending[m.Namespace+"/"+m.Name] = m
+		}
+	}
+	if len(pending) > 0 {
+		p.h.Activate(p.logger, pending)
+	}
+}
+
+func (p *Plugin) onPodDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	name := extension.GangName(pod.Labels, pod.Annotations)
+	if name == "" {
+		return
+	}
+	key := pod.Namespace + "/" + name
+	p.mu.Lock()
+	if f := p.failed[key]; f != nil && f.UID == pod.UID {
+		delete(p.failed, key)
+	}
+	p.mu.Unlock()
+	if members, err := p.members(key); err != nil || len(members) > 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.failed, key)
+	for k := range p.satisfied {
+		if strings.HasPrefix(k, key+"/") {
+			delete(p.satisfied, k)
+		}
+	}
+}
+
+func served(h fwk.Handle, groupVersion, resource string) bool {
+	list, err := h.ClientSet().Discovery().ServerResourcesForGroupVersion(groupVersion)
+	if err != nil {
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == resource {
+			return true
+		}
+	}
+	return false
+}
+
+// Name returns the plugin's name.
+func (p *Plugin) Name() string { return Name }
+
+// gang is what the scheduler needs of a pod's gang.
+type gang struct {
+	key         string // namespace/name
+	uid         string // the PodGroup's UID, or "" for an annotation gang
+	minMember   int32
+	timeout     time.Duration
+	mode        string
+	matchPolicy string
+	// groups are the gangs (keys, this one included) that succeed together.
+	groups []string
+}
+
+// gangOf reads a pod's gang; nil without one. A gang that cannot be read
+// is an UnschedulableAndUnresolvable status naming the key or the object.
+func (p *Plugin) gangOf(pod *corev1.Pod) (*gang, *fwk.Status) {
+	spec, err := extension.GetGangSpec(pod.Labels, pod.Annotations)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	if spec.Name == "" {
+		return nil, nil
+	}
+	g := &gang{key: pod.Namespace + "/" + spec.Name, minMember: spec.MinMember, timeout: spec.WaitTime, mode: spec.Mode, matchPolicy: spec.MatchPolicy}
+	if spec.FromPodGroup {
+		if p.podGroups == nil {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod names PodGroup %s (label %s) but the PodGroup CRD is not installed", g.key, extension.LabelPodGroup))
+		}
+		pg, err := p.podGroups.PodGroups(pod.Namespace).Get(spec.Name)
+		if err != nil {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("PodGroup %s: %v", g.key, err))
+		}
+		g.uid, g.minMember = string(pg.UID), pg.Spec.MinMember
+		if g.timeout == 0 && pg.Spec.ScheduleTimeoutSeconds != nil && *pg.Spec.ScheduleTimeoutSeconds > 0 {
+			g.timeout = time.Duration(*pg.Spec.ScheduleTimeoutSeconds) * time.Second
+		}
+	} else if g.minMember == 0 {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s: annotation %s is required (how many members must be placed together)", g.key, extension.AnnotationGangMinNum))
+	}
+	if g.timeout == 0 {
+		g.timeout = p.args.DefaultTimeout.Duration
+	}
+	if g.mode == "" {
+		g.mode = extension.GangModeStrict
+	}
+	if g.matchPolicy == "" {
+		g.matchPolicy = p.args.DefaultMatchPolicy
+	}
+	g.groups = spec.Groups
+	if !contains(g.groups, g.key) {
+		g.groups = append(g.groups, g.key)
+	}
+	return g, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// members are the pods of the gang that are not finished or going.
+func (p *Plugin) members(key string) ([]*corev1.Pod, error) {
+	ns, name, _ := strings.Cut(key, "/")
+	all, err := p.pods.Pods(ns).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var out []*corev1.Pod
+	for _, pod := range all {
+		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if extension.GangName(pod.Labels, pod.Annotations) == name {
+			out = append(out, pod)
+		}
+	}
+	return out, nil
+}
+
+// PreFilter turns a member away while its gang cannot be placed at all:
+// its annotations do not parse, or fewer than minMember of its pods exist.
+func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	pre, st := p.preFilter(pod)
+	if !st.IsSuccess() {
+		// PostFilter then knows the member was turned away here, not by
+		// the nodes.
+		cs.Write(stateKey, turnedAway{})
+	}
+	return pre, st
+}
+
+const stateKey fwk.StateKey = Name
+
+// turnedAway marks, in a cycle's state, a member PreFilter turned away.
+type turnedAway struct{}
+
+func (turnedAway) Clone() fwk.StateData { return turnedAway{} }
+
+func (p *Plugin) preFilter(pod *corev1.Pod) (*fwk.PreFilterResult, *fwk.Status) {
+	g, st := p.gangOf(pod)
+	if st != nil || g == nil {
+		return nil, st
+	}
+	if p.isSatisfied(g) {
+		return nil, nil
+	}
+	members, err := p.members(g.key)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	if int32(len(members)) < g.minMember {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s has %d of the %d pods minMember needs", g.key, len(members), g.minMember))
+	}
+	return nil, nil
+}
+
+// PreFilterExtensions: none.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// PostFilter runs when a member found no node. In Strict mode the gang
+// cannot complete this round: every member waiting at Permit is rejected,
+// releasing what it holds. In NonStrict mode they keep waiting for the
+// others until the timeout.
+func (p *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if _, err := cs.Read(stateKey); err == nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	g, st := p.gangOf(pod)
+	if st != nil || g == nil || p.isSatisfied(g) || g.mode != extension.GangModeStrict {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	p.mu.Lock()
+	p.failed[g.key] = pod
+	p.mu.Unlock()
+	if n := p.rejectWaiting(g, strictMessage(g, pod)); n > 0 {
+		p.logger.V(2).Info("Released a gang's waiting members", "gang", g.key, "members", n, "failed", klog.KObj(pod))
+	}
+	return nil, fwk.NewStatus(fwk.Unschedulable, strictMessage(g, pod))
+}
+
+func strictMessage(g *gang, failed *corev1.Pod) string {
+	return fmt.Sprintf("gang %s (Strict): member %s found no node", g.key, failed.Name)
+}
+
+// strictFailure is the member whose failure keeps a Strict gang from
+// completing, while it is still pending; nil otherwise.
+func (p *Plugin) strictFailure(g *gang, self *corev1.Pod) *corev1.Pod {
+	if g.mode != extension.GangModeStrict {
+		return nil
+	}
+	p.mu.Lock()
+	f := p.failed[g.key]
+	p.mu.Unlock()
+	if f == nil || f.UID == self.UID {
+		return nil
+	}
+	cur, err := p.pods.Pods(f.Namespace).Get(f.Name)
+	if err != nil || cur.UID != f.UID || cur.Spec.NodeName != "" {
+		p.mu.Lock()
+		if p.failed[g.key] == f {
+			delete(p.failed, g.key)
+		}
+		p.mu.Unlock()
+		return nil
+	}
+	return f
+}
+
+// rejectWaiting rejects every waiting member of the gang's group; it
+// returns how many.
+func (p *Plugin) rejectWaiting(g *gang, msg string) int {
+	n := 0
+	p.h.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+		wpod := wp.GetPod()
+		if contains(g.groups, wpod.Namespace+"/"+extension.GangName(wpod.Labels, wpod.Annotations)) {
+			wp.Reject(Name, msg)
+			n++
+		}
+	})
+	return n
+}
+
+// Reserve: the member's resources are held by the scheduler's cache from
+// here (assumed) until it binds or is rejected.
+func (p *Plugin) Reserve(context.Context, fwk.CycleState, *corev1.Pod, string) *fwk.Status {
+	return nil
+}
+
+// Unreserve runs when a member is rejected at Permit (its timeout, or
+// another member's failure) or fails later: unless the gang already
+// completed, every other waiting member is rejected with it, so that the
+// gang gives back all it holds at once.
+func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+	g, st := p.gangOf(pod)
+	if st != nil || g == nil || p.isSatisfied(g) {
+		return
+	}
+	p.rejectWaiting(g, fmt.Sprintf("gang %s: member %s was released", g.key, pod.Name))
+}
+
+// Permit lets a member bind once its gang (and every gang of its group)
+// has minMember members placed: then all waiting members are let go. Until
+// then it waits, for the gang's timeout.
+func (p *Plugin) Permit(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
+	g, st := p.gangOf(pod)
+	if st != nil {
+		return st, 0
+	}
+	if g == nil || p.isSatisfied(g) {
+		return nil, 0
+	}
+	// This member found a node: a failure it made itself is over.
+	p.mu.Lock()
+	if f := p.failed[g.key]; f != nil && f.UID == pod.UID {
+		delete(p.failed, g.key)
+	}
+	p.mu.Unlock()
+	if f := p.strictFailure(g, pod); f != nil {
+		return fwk.NewStatus(fwk.Unschedulable, strictMessage(g, f)), 0
+	}
+	waiting := map[string]int32{}
+	p.h.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+		wpod := wp.GetPod()
+		if wpod.UID != pod.UID {
+			waiting[wpod.Namespace+"/"+extension.GangName(wpod.Labels, wpod.Annotations)]++
+		}
+	})
+	waiting[g.key]++ // this member
+	var short []string
+	for _, key := range g.groups {
+		have, need, err := p.placed(key, g, waiting[key])
+		if err != nil {
+			return fwk.AsStatus(err), 0
+		}
+		if have < need {
+			short = append(short, fmt.Sprintf("%s has %d of %d", key, have, need))
+		}
+	}
+	if len(short) > 0 {
+		return fwk.NewStatus(fwk.Wait, "waiting for the gang: "+strings.Join(short, ", ")), g.timeout
+	}
+	p.markSatisfied(g)
+	p.h.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+		wpod := wp.GetPod()
+		if contains(g.groups, wpod.Namespace+"/"+extension.GangName(wpod.Labels, wpod.Annotations)) {
+			wp.Allow(Name)
+		}
+	})
+	return nil, 0
+}
+
+// placed counts a gang's members that count towards its minMember under
+// its match policy: those waiting at Permit, plus (but for only-waiting)
+// those bound.
+func (p *Plugin) placed(key string, self *gang, waiting int32) (have, need int32, err error) {
+	g := self
+	if key != self.key {
+		// Another gang of the group: read it from any of its pods.
+		members, err := p.members(key)
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(members) == 0 {
+			return 0, 1, nil
+		}
+		var st *fwk.Status
+		if g, st = p.gangOf(members[0]); st != nil || g == nil {
+			return 0, 1, nil
+		}
+	}
+	have = waiting
+	if g.matchPolicy != extension.GangMatchOnlyWaiting {
+		members, err := p.members(key)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, m := range members {
+			if m.Spec.NodeName != "" {
+				have++
+			}
+		}
+	}
+	return have, g.minMember, nil
+}
+
+func satisfiedKey(g *gang) string { return g.key + "/" + g.uid }
+
+func (p *Plugin) isSatisfied(g *gang) bool {
+	if g.matchPolicy != extension.GangMatchOnceSatisfied {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.satisfied[satisfiedKey(g)]
+}
+
+func (p *Plugin) markSatisfied(g *gang) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.satisfied[satisfiedKey(g)] = true
+}
+
+// EventsToRegister: a member turned away comes back when a sibling is
+// created (the gang may now have minMember pods), when its PodGroup
+// changes, or when room may have appeared (a pod deleted, a node added or
+// grown).
+func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	events := []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: p.siblingAdded},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}},
+	}
+	if p.podGroups != nil {
+		events = append(events, fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.EventResource("podgroups.v1alpha1." + schedulingsigsv1alpha1.GroupName), ActionType: fwk.Add | fwk.Update}})
+	}
+	return events, nil
+}
+
+func (p *Plugin) siblingAdded(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	added, ok := newObj.(*corev1.Pod)
+	if !ok {
+		return fwk.Queue, nil
+	}
+	name := extension.GangName(pod.Labels, pod.Annotations)
+	if name != "" && added.Namespace == pod.Namespace && extension.GangName(added.Labels, added.Annotations) == name {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
