@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/koord-project/koord/apis/extension"
+	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/manifests"
@@ -178,6 +180,22 @@ func TestBinaryWithShippedConfigAndRBAC(t *testing.T) {
 	}
 	if _, err := cp.WaitForPodBound(ctx, "default", "web", 2*time.Minute); err != nil {
 		t.Fatalf("%v\nkoord-scheduler output:\n%s", err, out.String())
+	}
+	// The shipped profile places gangs: a PodGroup of two binds whole.
+	if _, err := cp.Koord.SchedulingSigsV1alpha1().PodGroups("default").Create(ctx, &schedulingsigsv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pair"},
+		Spec: schedulingsigsv1alpha1.PodGroupSpec{MinMember: 2}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pair-0", "pair-1"} {
+		if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: name, SchedulerName: "koord-scheduler", CPU: "500m", Memory: "256Mi",
+			Labels: map[string]string{extension.LabelPodGroup: "pair"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"pair-0", "pair-1"} {
+		if _, err := cp.WaitForPodBound(ctx, "default", name, 2*time.Minute); err != nil {
+			t.Fatalf("gang member %s: %v\nkoord-scheduler output:\n%s", name, err, out.String())
+		}
 	}
 
 	lease, err := cp.Client.CoordinationV1().Leases("kube-system").Get(ctx, "koord-scheduler", metav1.GetOptions{})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -125,6 +126,38 @@ func TestCoschedulingAllOrNothing(t *testing.T) {
 	}
 	gangNodes(t, ctx, cp, "more", 1)
 	waitGangBound(t, ctx, cp, "train", 8)
+
+	// koord-manager keeps the PodGroup's status: Scheduled, then Running.
+	startManager(t, ctx, cp, 0)
+	waitPodGroup(t, ctx, cp, "train", schedulingsigsv1alpha1.PodGroupScheduled, func(st schedulingsigsv1alpha1.PodGroupStatus) bool { return st.Scheduled == 8 })
+	for i := 0; i < 8; i++ {
+		pod, err := cp.Client.CoreV1().Pods("default").Get(ctx, fmt.Sprintf("train-%d", i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Status.Phase = corev1.PodRunning
+		if _, err := cp.Client.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPodGroup(t, ctx, cp, "train", schedulingsigsv1alpha1.PodGroupRunning, func(st schedulingsigsv1alpha1.PodGroupStatus) bool {
+		return st.Running == 8 && !st.ScheduleStartTime.IsZero()
+	})
+}
+
+func waitPodGroup(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, name string, phase schedulingsigsv1alpha1.PodGroupPhase, ok func(schedulingsigsv1alpha1.PodGroupStatus) bool) {
+	t.Helper()
+	var last schedulingsigsv1alpha1.PodGroupStatus
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		pg, err := cp.Koord.SchedulingSigsV1alpha1().PodGroups("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = pg.Status
+		return pg.Status.Phase == phase && ok(pg.Status), nil
+	}); err != nil {
+		t.Fatalf("PodGroup %s status %+v, want phase %s", name, last, phase)
+	}
 }
 
 // Two gangs of 6 on room for 8 never deadlock: one completes, the other

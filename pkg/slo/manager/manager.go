@@ -44,6 +44,7 @@ import (
 
 	analysisv1alpha1 "github.com/koord-project/koord/apis/analysis/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/pkg/client/lenient"
 	"github.com/koord-project/koord/pkg/features"
@@ -52,6 +53,7 @@ import (
 	"github.com/koord-project/koord/pkg/slo/nodemetric"
 	"github.com/koord-project/koord/pkg/slo/noderesource"
 	"github.com/koord-project/koord/pkg/slo/nodeslo"
+	"github.com/koord-project/koord/pkg/slo/podgroup"
 	"github.com/koord-project/koord/pkg/slo/recommender"
 	"github.com/koord-project/koord/pkg/slo/reservationlifecycle"
 )
@@ -111,7 +113,7 @@ type WebhookOptions struct {
 // Scheme has every type koord-manager reads or writes.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, slov1alpha1.AddToScheme, schedulingv1alpha1.AddToScheme, colocationv1alpha1.AddToScheme, analysisv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, slov1alpha1.AddToScheme, schedulingv1alpha1.AddToScheme, colocationv1alpha1.AddToScheme, analysisv1alpha1.AddToScheme, schedulingsigsv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -126,6 +128,7 @@ var lenientKinds = map[reflect.Type]lenient.Kind{
 	reflect.TypeFor[*slov1alpha1.NodeSLO]():                    lenient.NodeSLOs,
 	reflect.TypeFor[*analysisv1alpha1.Recommendation]():        lenient.Recommendations,
 	reflect.TypeFor[*analysisv1alpha1.RecommendationProfile](): lenient.RecommendationProfiles,
+	reflect.TypeFor[*schedulingsigsv1alpha1.PodGroup]():        lenient.PodGroups,
 }
 
 func metricsOptions(o Options) metricsserver.Options {
@@ -244,6 +247,12 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	if err := (&reservationlifecycle.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace, GCAfter: gc, Reporter: reporter}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, err
+	}
+	// PodGroup status, for koord-scheduler's Coscheduling plugin's gangs.
+	if served, err := podgroup.Setup(mgr); err != nil {
+		return nil, err
+	} else if !served {
+		ctrl.Log.Info("The PodGroup CRD (scheduling.sigs.k8s.io/v1alpha1) is not served: no PodGroup status is kept")
 	}
 	if o.Gates != nil && o.Gates.Enabled(features.ResourceRecommender) {
 		if o.Recommender.Metrics, err = recommender.NewMetrics(ctrlmetrics.Registry); err != nil {
