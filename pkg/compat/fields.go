@@ -37,8 +37,9 @@ const (
 	// SchedulerPlugin entries name a Koordinator scheduler plugin.
 	SchedulerPlugin = "Scheduler plugin"
 	// Plugin args of koord-scheduler's profiles.
-	LoadAwareArgs   = "LoadAwareSchedulingArgs"
-	ReservationArgs = "ReservationArgs"
+	LoadAwareArgs    = "LoadAwareSchedulingArgs"
+	ReservationArgs  = "ReservationArgs"
+	CoschedulingArgs = "CoschedulingArgs"
 	// koord-descheduler's objects and configuration.
 	PodMigrationJob         = "PodMigrationJob"
 	DeschedulerConfig       = "DeschedulerConfiguration"
@@ -131,9 +132,13 @@ var Fields = []Field{
 	{ReservationArgs, "ignoredResourceGroups", "", NotActedOn, ""},
 	{ReservationArgs, "reservationSelectorIndex", "", NotActedOn, ""},
 
+	{CoschedulingArgs, "controllerWorkers", "", NotActedOn, "koord-manager keeps PodGroup status; a value other than 1 is reported"},
+	{CoschedulingArgs, "skipCheckScheduleCycle", "", NotActedOn, ""},
+	{CoschedulingArgs, "enablePreemption", "", NotActedOn, "gangs do not preempt as a whole"},
+	{CoschedulingArgs, "awareNetworkTopology", "", NotActedOn, ""},
+
 	// Koordinator's scheduler plugins Koord does not have: a profile that
 	// enables them loads, without them (koord_scheduler_plugin_not_implemented).
-	{SchedulerPlugin, "Coscheduling", "", NotActedOn, "gang scheduling: not yet (PodGroup objects are accepted)"},
 	{SchedulerPlugin, "ElasticQuota", "", NotActedOn, "elastic quotas: not yet (ElasticQuota objects are accepted)"},
 	{SchedulerPlugin, "DeviceShare", "", NotActedOn, "GPU and RDMA device sharing"},
 	{SchedulerPlugin, "DefaultPreBind", "", NotActedOn, "kube-scheduler's own pre-bind applies"},

@@ -170,7 +170,18 @@ var corpus = map[string]expectation{
 			t.Errorf("PodGroup: %+v, %v", pg, err)
 		}
 	}},
-	"docs-podgroup-2.yaml": {},
+	// Koordinator's gang annotations on a PodGroup: Coscheduling reads them
+	// with the pods' parser.
+	"docs-podgroup-2.yaml": {check: func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
+		pg, err := cp.Koord.SchedulingSigsV1alpha1().PodGroups("default").Get(ctx, "gang-example1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := extension.GetGangSpec(map[string]string{extension.LabelPodGroup: pg.Name}, pg.Annotations)
+		if err != nil || g.Mode != extension.GangModeNonStrict || g.TotalMember != 3 || len(g.Groups) != 2 || g.Groups[1] != "default/gang-example2" {
+			t.Errorf("gang annotations on the PodGroup: %+v, %v", g, err)
+		}
+	}},
 	"docs-elasticquota.yaml": {check: func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
 		eq, err := cp.Koord.SchedulingSigsV1alpha1().ElasticQuotas("default").Get(ctx, "quota-example", metav1.GetOptions{})
 		if err != nil || eq.Spec.Max.Cpu().Value() != 40 || eq.Spec.Min.Memory().String() != "20Mi" {

@@ -272,3 +272,21 @@ func TestCoschedulingBadGangs(t *testing.T) {
 	waitGangBound(t, ctx, cp, "short", 2)
 	waitGangBound(t, ctx, cp, "late", 1)
 }
+
+// Gangs of a group (annotation groups) bind only when every gang of the
+// group is whole: g1's members wait for g2's.
+func TestCoschedulingGroups(t *testing.T) {
+	ctx := testContext(t)
+	cp := startControlPlane(t, controlplane.Options{})
+	gangNodes(t, ctx, cp, "gang", 2)
+	startScheduler(t, ctx, cp, []byte(coschedulingConfig))
+	ann := func(name string) map[string]string {
+		return map[string]string{extension.AnnotationGangName: name, extension.AnnotationGangMinNum: "2", extension.AnnotationGangWaitTime: "60s",
+			extension.AnnotationGangGroups: `["default/g1","default/g2"]`}
+	}
+	members(t, ctx, cp, "g1", 2, nil, ann("g1"))
+	stayUnbound(t, ctx, cp, "g1", 3*time.Second)
+	members(t, ctx, cp, "g2", 2, nil, ann("g2"))
+	waitGangBound(t, ctx, cp, "g1", 2)
+	waitGangBound(t, ctx, cp, "g2", 2)
+}

@@ -253,3 +253,37 @@ profiles:
 		t.Errorf("%v, want an error naming args.minCandidateNodesPercentage", err)
 	}
 }
+
+// Koordinator's CoschedulingArgs load under their own names with its
+// defaults; what Koord does not act on is named; a bad match policy or
+// timeout is an error naming the field.
+func TestKoordinatorCoschedulingArgs(t *testing.T) {
+	cfg, err := decode(t, `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: koord-scheduler
+    pluginConfig:
+      - name: Coscheduling
+        args: {controllerWorkers: 4, enablePreemption: true}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, ok := cfg.Profiles[0].PluginConfig[0].Args.(*config.CoschedulingArgs)
+	if !ok {
+		t.Fatalf("args decoded as %T", cfg.Profiles[0].PluginConfig[0].Args)
+	}
+	if args.DefaultTimeout.Duration != 600*time.Second || args.DefaultMatchPolicy != "once-satisfied" {
+		t.Errorf("defaults: timeout %v, match policy %q; want Koordinator's 600s and once-satisfied", args.DefaultTimeout.Duration, args.DefaultMatchPolicy)
+	}
+	if diff := cmp.Diff([]string{"controllerWorkers=4", "enablePreemption=true"}, args.NotActedOn()); diff != "" {
+		t.Errorf("NotActedOn (-want +got):\n%s", diff)
+	}
+	args.DefaultMatchPolicy = "all"
+	args.DefaultTimeout.Duration = 0
+	err = validation.ValidateCoschedulingArgs(field.NewPath("args"), args)
+	if err == nil || !strings.Contains(err.Error(), "args.defaultMatchPolicy") || !strings.Contains(err.Error(), "args.defaultTimeout") {
+		t.Errorf("%v, want errors naming args.defaultMatchPolicy and args.defaultTimeout", err)
+	}
+}

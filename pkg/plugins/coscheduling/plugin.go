@@ -208,6 +208,24 @@ func (p *Plugin) gangOf(pod *corev1.Pod) (*gang, *fwk.Status) {
 		if g.timeout == 0 && pg.Spec.ScheduleTimeoutSeconds != nil && *pg.Spec.ScheduleTimeoutSeconds > 0 {
 			g.timeout = time.Duration(*pg.Spec.ScheduleTimeoutSeconds) * time.Second
 		}
+		// Koordinator reads its gang annotations on the PodGroup too (mode,
+		// groups, ...); the pod's own win.
+		pgSpec, err := extension.GetGangSpec(map[string]string{extension.LabelPodGroup: pg.Name}, pg.Annotations)
+		if err != nil {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("PodGroup %s: %v", g.key, err))
+		}
+		if g.mode == "" {
+			g.mode = pgSpec.Mode
+		}
+		if g.matchPolicy == "" {
+			g.matchPolicy = pgSpec.MatchPolicy
+		}
+		if g.timeout == 0 {
+			g.timeout = pgSpec.WaitTime
+		}
+		if len(spec.Groups) == 0 {
+			spec.Groups = pgSpec.Groups
+		}
 	} else if g.minMember == 0 {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s: annotation %s is required (how many members must be placed together)", g.key, extension.AnnotationGangMinNum))
 	}
