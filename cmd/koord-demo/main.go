@@ -153,6 +153,9 @@ func run(keep bool) error {
 	if err := deschedulerScene(ctx, cp); err != nil {
 		return fmt.Errorf("descheduler scene: %w", err)
 	}
+	if err := gangScene(ctx, cp); err != nil {
+		return fmt.Errorf("gang scene: %w", err)
+	}
 	if err := recommenderScene(ctx, cp); err != nil {
 		return fmt.Errorf("recommender scene: %w", err)
 	}

@@ -103,10 +103,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, ext *frameworkex
 }
 
 func (p *Plugin) onPodAdd(obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok || pod.Spec.NodeName != "" {
-		return
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName == "" {
+		p.activateSiblings(pod)
 	}
+}
+
+// activateSiblings moves the gang's other pending members back to the
+// active queue.
+func (p *Plugin) activateSiblings(pod *corev1.Pod) {
 	name := extension.GangName(pod.Labels, pod.Annotations)
 	if name == "" {
 		return
@@ -405,12 +409,18 @@ func (p *Plugin) Permit(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 	if g == nil || p.isSatisfied(g) {
 		return nil, 0
 	}
-	// This member found a node: a failure it made itself is over.
+	// This member found a node: a failure it made itself is over, and the
+	// members Permit turned away for it come back to wait with it.
 	p.mu.Lock()
-	if f := p.failed[g.key]; f != nil && f.UID == pod.UID {
+	f := p.failed[g.key]
+	cleared := f != nil && f.UID == pod.UID
+	if cleared {
 		delete(p.failed, g.key)
 	}
 	p.mu.Unlock()
+	if cleared {
+		p.activateSiblings(pod)
+	}
 	if f := p.strictFailure(g, pod); f != nil {
 		return fwk.NewStatus(fwk.Unschedulable, strictMessage(g, f)), 0
 	}
