@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
 )
 
 // Koordinator's gang keys: a pod joins the gang its annotations (or a
@@ -36,7 +38,7 @@ const (
 	AnnotationGangMatchPolicy = gangPrefix + "match-policy"
 
 	// LabelPodGroup names the pod's PodGroup (scheduling.sigs.k8s.io).
-	LabelPodGroup = "pod-group.scheduling.sigs.k8s.io"
+	LabelPodGroup = schedulingsigsv1alpha1.PodGroupLabel
 	// LabelLightweightPodGroupName and LabelLightweightPodGroupMinAvailable
 	// are Koordinator's PodGroup-less gang labels.
 	LabelLightweightPodGroupName         = "pod-group.scheduling.sigs.k8s.io/name"

@@ -68,6 +68,7 @@ func TestGangOf(t *testing.T) {
 	}{
 		"no min-available":  {p, pod(nil, map[string]string{extension.AnnotationGangName: "solo"}), "annotation gang.scheduling.koordinator.sh/min-available is required"},
 		"bad mode":          {p, pod(nil, map[string]string{extension.AnnotationGangName: "solo", extension.AnnotationGangMinNum: "3", extension.AnnotationGangMode: "Loose"}), extension.AnnotationGangMode},
+		"other namespace":   {p, pod(nil, map[string]string{extension.AnnotationGangName: "solo", extension.AnnotationGangMinNum: "3", extension.AnnotationGangGroups: `["ml/solo","team-b/theirs"]`}), "names team-b/theirs, a gang of another namespace"},
 		"missing PodGroup":  {p, pod(map[string]string{extension.LabelPodGroup: "gone"}, nil), "PodGroup ml/gone"},
 		"no PodGroup CRD":   {&Plugin{args: p.args}, pod(map[string]string{extension.LabelPodGroup: "train"}, nil), "the PodGroup CRD is not installed"},
 		"bad PodGroup ann.": {testPlugin(t, &schedulingsigsv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "train", Annotations: map[string]string{extension.AnnotationGangGroups: "[7]"}}}), pod(map[string]string{extension.LabelPodGroup: "train"}, nil), "PodGroup ml/train: annotation gang.scheduling.koordinator.sh/groups"},

@@ -11,6 +11,7 @@ package coscheduling
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -242,20 +243,19 @@ func (p *Plugin) gangOf(pod *corev1.Pod) (*gang, *fwk.Status) {
 	if g.matchPolicy == "" {
 		g.matchPolicy = p.args.DefaultMatchPolicy
 	}
+	// A gang groups only with gangs of its own namespace: a tenant's
+	// annotation must not make another namespace's waiting pods bind or be
+	// released with its own.
+	for _, key := range spec.Groups {
+		if ns, _, _ := strings.Cut(key, "/"); ns != pod.Namespace {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s: %s names %s, a gang of another namespace", g.key, extension.AnnotationGangGroups, key))
+		}
+	}
 	g.groups = spec.Groups
-	if !contains(g.groups, g.key) {
+	if !slices.Contains(g.groups, g.key) {
 		g.groups = append(g.groups, g.key)
 	}
 	return g, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // members are the pods of the gang that are not finished or going.
@@ -372,7 +372,7 @@ func (p *Plugin) rejectWaiting(g *gang, msg string) int {
 	n := 0
 	p.h.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		wpod := wp.GetPod()
-		if contains(g.groups, wpod.Namespace+"/"+extension.GangName(wpod.Labels, wpod.Annotations)) {
+		if slices.Contains(g.groups, wpod.Namespace+"/"+extension.GangName(wpod.Labels, wpod.Annotations)) {
 			wp.Reject(Name, msg)
 			n++
 		}
@@ -448,7 +448,7 @@ func (p *Plugin) Permit(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 	p.markSatisfied(g)
 	p.h.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		wpod := wp.GetPod()
-		if contains(g.groups, wpod.Namespace+"/"+extension.GangName(wpod.Labels, wpod.Annotations)) {
+		if slices.Contains(g.groups, wpod.Namespace+"/"+extension.GangName(wpod.Labels, wpod.Annotations)) {
 			wp.Allow(Name)
 		}
 	})
