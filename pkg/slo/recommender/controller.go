@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	analysisv1alpha1 "github.com/koord-project/koord/apis/analysis/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
@@ -64,11 +65,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Recommender, erro
 	r := &Recommender{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("koord-manager"), Model: NewModel(o.Config), Options: o,
 		started: time.Now(), seen: map[string]time.Time{}, checkpoint: map[types.NamespacedName]time.Time{}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("recommendation").For(&analysisv1alpha1.Recommendation{}).
-		Complete(ctrlReconciler(r.reconcileRecommendation)); err != nil {
+		Complete(reconcile.Func(r.reconcileRecommendation)); err != nil {
 		return nil, err
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("recommendation-samples").For(&slov1alpha1.NodeMetric{}).
-		Complete(ctrlReconciler(r.reconcileNodeMetric)); err != nil {
+		Complete(reconcile.Func(r.reconcileNodeMetric)); err != nil {
 		return nil, err
 	}
 	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
@@ -93,12 +94,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Recommender, erro
 		},
 	})
 	return r, err
-}
-
-type ctrlReconciler func(context.Context, ctrl.Request) (ctrl.Result, error)
-
-func (f ctrlReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return f(ctx, req)
 }
 
 // reconcileNodeMetric turns a NodeMetric's new report into samples. A

@@ -99,6 +99,17 @@ type Model struct {
 
 	mu      sync.Mutex
 	targets map[types.NamespacedName]*target
+	// byPod finds a pod's container states without walking every target
+	// (pods come and go far more often than Recommendations).
+	byPod map[types.UID][]podEntry
+	// How many aggregates and container states there are, kept as they
+	// change: the metric reads them every recompute.
+	aggregates, containers int
+}
+
+type podEntry struct {
+	t *target
+	k containerKey
 }
 
 type target struct {
@@ -108,6 +119,8 @@ type target struct {
 	// numbers: a ResourceList per workload would be a tenth of the model.
 	requests    map[string]requested
 	newestPodAt time.Time
+	// gone: Forget dropped it (byPod may still point at it).
+	gone bool
 	// restoredUntil is each checkpoint's last sample: a restarted manager
 	// reads the latest NodeMetrics again, and what they hold is already in
 	// the checkpoint.
@@ -144,7 +157,7 @@ func NewModel(cfg Config) *Model {
 	})
 	// VPA's confidence interval for the bounds is a day: a day of history
 	// doubles the upper bound, a week adds 14 %.
-	return &Model{cfg: cfg, targets: map[types.NamespacedName]*target{}, recommender: logic.CreatePodResourceRecommender(logic.RecommendationConfig{
+	return &Model{cfg: cfg, targets: map[types.NamespacedName]*target{}, byPod: map[types.UID][]podEntry{}, recommender: logic.CreatePodResourceRecommender(logic.RecommendationConfig{
 		SafetyMarginFraction: cfg.SafetyMargin, PodMinCPUMillicores: cfg.PodMinCPUMillis, PodMinMemoryMb: cfg.PodMinMemoryMiB,
 		TargetCPUPercentile: cfg.CPUPercentile, LowerBoundCPUPercentile: 0.5, UpperBoundCPUPercentile: 0.95, ConfidenceIntervalCPU: 24 * time.Hour,
 		TargetMemoryPercentile: cfg.MemoryPercentile, LowerBoundMemoryPercentile: 0.5, UpperBoundMemoryPercentile: 0.95, ConfidenceIntervalMemory: 24 * time.Hour,
@@ -175,6 +188,7 @@ func (m *Model) Track(rec types.NamespacedName, checkpoints []analysisv1alpha1.C
 			continue
 		}
 		t.aggregates[cp.ContainerName] = a
+		m.aggregates++
 		if t.restoredUntil == nil {
 			t.restoredUntil = map[string]time.Time{}
 		}
@@ -197,7 +211,12 @@ func (m *Model) Tracked(rec types.NamespacedName) bool {
 func (m *Model) Forget(rec types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.targets, rec)
+	if t := m.targets[rec]; t != nil {
+		t.gone = true
+		m.aggregates -= len(t.aggregates)
+		m.containers -= len(t.containers)
+		delete(m.targets, rec)
+	}
 }
 
 // ForgetPod drops a pod's containers from every Recommendation (their
@@ -205,13 +224,13 @@ func (m *Model) Forget(rec types.NamespacedName) {
 func (m *Model) ForgetPod(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, t := range m.targets {
-		for k := range t.containers {
-			if k.pod == uid {
-				delete(t.containers, k)
-			}
+	for _, e := range m.byPod[uid] {
+		if _, ok := e.t.containers[e.k]; ok && !e.t.gone {
+			delete(e.t.containers, e.k)
+			m.containers--
 		}
 	}
+	delete(m.byPod, uid)
 }
 
 // Sample is one container's usage over an interval starting at Start.
@@ -235,7 +254,7 @@ func (m *Model) Add(rec types.NamespacedName, s Sample) bool {
 	if t == nil || !s.Start.After(t.restoredUntil[s.Container]) {
 		return false
 	}
-	c := t.container(s.Pod, s.Container, s.Requests)
+	c := m.container(t, s.Pod, s.Container, s.Requests)
 	if !s.PodAt.Before(t.newestPodAt) {
 		t.newestPodAt = s.PodAt
 		t.requests[s.Container] = requestsOf(s.Requests)
@@ -254,10 +273,12 @@ func (m *Model) OOM(rec types.NamespacedName, pod types.UID, container string, r
 	if t == nil {
 		return fmt.Errorf("recommendation %s is not tracked", rec)
 	}
-	return t.container(pod, container, requests).RecordOOM(at, vpamodel.MemoryAmountFromBytes(memory))
+	return m.container(t, pod, container, requests).RecordOOM(at, vpamodel.MemoryAmountFromBytes(memory))
 }
 
-func (t *target) container(pod types.UID, name string, requests corev1.ResourceList) *vpamodel.ContainerState {
+// container is a pod's container's state in t, made on first use. Caller
+// holds m.mu.
+func (m *Model) container(t *target, pod types.UID, name string, requests corev1.ResourceList) *vpamodel.ContainerState {
 	k := containerKey{pod, name}
 	c := t.containers[k]
 	if c == nil {
@@ -265,12 +286,15 @@ func (t *target) container(pod types.UID, name string, requests corev1.ResourceL
 		if a == nil {
 			a = vpamodel.NewAggregateContainerState()
 			t.aggregates[name] = a
+			m.aggregates++
 		}
 		c = vpamodel.NewContainerState(vpamodel.Resources{
 			vpamodel.ResourceCPU:    vpamodel.CPUAmountFromCores(requests.Cpu().AsApproximateFloat64()),
 			vpamodel.ResourceMemory: vpamodel.MemoryAmountFromBytes(requests.Memory().AsApproximateFloat64()),
 		}, a)
 		t.containers[k] = c
+		m.containers++
+		m.byPod[pod] = append(m.byPod[pod], podEntry{t, k})
 	}
 	return c
 }
@@ -388,11 +412,7 @@ func (m *Model) Checkpoints(rec types.NamespacedName) ([]analysisv1alpha1.Contai
 func (m *Model) Size() (aggregates, containers int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, t := range m.targets {
-		aggregates += len(t.aggregates)
-		containers += len(t.containers)
-	}
-	return aggregates, containers
+	return m.aggregates, m.containers
 }
 
 func toCheckpoint(name string, c *vpatypes.VerticalPodAutoscalerCheckpointStatus) analysisv1alpha1.ContainerCheckpoint {

@@ -204,9 +204,12 @@ func TestForgetPodBoundsState(t *testing.T) {
 	if a, c := m.Size(); a != 1 || c != 0 {
 		t.Errorf("after 100 pods came and went: %d aggregates, %d containers; want 1 and 0", a, c)
 	}
+	// A pod of a forgotten Recommendation going later counts nothing twice.
+	feed(m, "late", t0, 2, func(int) float64 { return 1 }, func(int) float64 { return 1 << 30 })
 	m.Forget(rec)
-	if a, _ := m.Size(); a != 0 || m.Tracked(rec) {
-		t.Error("a forgotten recommendation is still tracked")
+	m.ForgetPod("late")
+	if a, c := m.Size(); a != 0 || c != 0 || m.Tracked(rec) || len(m.byPod) != 0 {
+		t.Errorf("a forgotten recommendation is still tracked: %d aggregates, %d containers, %d pods indexed", a, c, len(m.byPod))
 	}
 }
 
