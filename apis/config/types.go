@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -235,6 +236,78 @@ func (a *CoschedulingArgs) NotActedOn() []string {
 		if f.set {
 			out = append(out, f.name+"=true")
 		}
+	}
+	return out
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ElasticQuotaArgs configures the ElasticQuota plugin, under Koordinator's
+// names.
+type ElasticQuotaArgs struct {
+	metav1.TypeMeta
+
+	// EnableRuntimeQuota checks a pod against its quota's runtime (min plus
+	// its share of what others leave idle); false checks against max.
+	EnableRuntimeQuota bool
+	// EnableCheckParentQuota checks the quota's ancestors too. (A child's
+	// runtime never passes its parent's, so this matters only with
+	// EnableRuntimeQuota off.)
+	EnableCheckParentQuota bool
+
+	// Koordinator's, accepted and reported when they differ from its
+	// defaults (NotActedOn): Koord keeps pods without a quota outside the
+	// tree (no default or system group), gives borrowed capacity back by
+	// preemption at the lender's PostFilter rather than by a revoking loop,
+	// and always scales mins that pass the cluster's capacity.
+	DefaultQuotaGroupMax          corev1.ResourceList
+	SystemQuotaGroupMax           corev1.ResourceList
+	QuotaGroupNamespace           string
+	MonitorAllQuotas              bool
+	DelayEvictTime                metav1.Duration
+	RevokePodInterval             metav1.Duration
+	EnableMinQuotaScale           bool
+	DisableDefaultQuotaPreemption bool
+	EnableQueueHint               bool
+	QuotaSnapshotUpdateInterval   metav1.Duration
+	HookPlugins                   []HookPluginConf
+}
+
+// HookPluginConf is Koordinator's ElasticQuota hook plugin entry.
+type HookPluginConf struct {
+	Key         string
+	FactoryKey  string
+	FactoryArgs string
+}
+
+// Koordinator's ElasticQuotaArgs defaults, which NotActedOn compares with.
+const (
+	DefaultQuotaGroupNamespace         = "koordinator-system"
+	DefaultQuotaDelayEvictTime         = 120 * time.Second
+	DefaultQuotaRevokePodInterval      = time.Second
+	DefaultQuotaSnapshotUpdateInterval = 120 * time.Second
+)
+
+// NotActedOn names the args set that change nothing, as "field=value".
+func (a *ElasticQuotaArgs) NotActedOn() []string {
+	var out []string
+	add := func(cond bool, field string, value any) {
+		if cond {
+			out = append(out, fmt.Sprintf("%s=%v", field, value))
+		}
+	}
+	add(len(a.DefaultQuotaGroupMax) > 0, "defaultQuotaGroupMax", "set")
+	add(len(a.SystemQuotaGroupMax) > 0, "systemQuotaGroupMax", "set")
+	add(a.QuotaGroupNamespace != "" && a.QuotaGroupNamespace != DefaultQuotaGroupNamespace, "quotaGroupNamespace", a.QuotaGroupNamespace)
+	add(a.MonitorAllQuotas, "monitorAllQuotas", true)
+	add(a.DelayEvictTime.Duration != 0 && a.DelayEvictTime.Duration != DefaultQuotaDelayEvictTime, "delayEvictTime", a.DelayEvictTime.Duration)
+	add(a.RevokePodInterval.Duration != 0 && a.RevokePodInterval.Duration != DefaultQuotaRevokePodInterval, "revokePodInterval", a.RevokePodInterval.Duration)
+	add(!a.EnableMinQuotaScale, "enableMinQuotaScale", false)
+	add(!a.DisableDefaultQuotaPreemption, "disableDefaultQuotaPreemption", false)
+	add(a.EnableQueueHint, "enableQueueHint", true)
+	add(a.QuotaSnapshotUpdateInterval.Duration != 0 && a.QuotaSnapshotUpdateInterval.Duration != DefaultQuotaSnapshotUpdateInterval, "quotaSnapshotUpdateInterval", a.QuotaSnapshotUpdateInterval.Duration)
+	for _, h := range a.HookPlugins {
+		out = append(out, "hookPlugins="+h.Key)
 	}
 	return out
 }

@@ -42,6 +42,7 @@ func TestFieldsExist(t *testing.T) {
 		compat.LoadAwareArgs:           reflect.TypeFor[configv1.LoadAwareSchedulingArgs](),
 		compat.ReservationArgs:         reflect.TypeFor[configv1.ReservationArgs](),
 		compat.CoschedulingArgs:        reflect.TypeFor[configv1.CoschedulingArgs](),
+		compat.ElasticQuotaArgs:        reflect.TypeFor[configv1.ElasticQuotaArgs](),
 		compat.PodMigrationJob:         reflect.TypeFor[schedulingv1alpha1.PodMigrationJob](),
 		compat.DeschedulerConfig:       reflect.TypeFor[deschedulerv1alpha2.DeschedulerConfiguration](),
 		compat.LowNodeLoadArgs:         reflect.TypeFor[deschedulerv1alpha2.LowNodeLoadArgs](),

@@ -40,6 +40,7 @@ const (
 	LoadAwareArgs    = "LoadAwareSchedulingArgs"
 	ReservationArgs  = "ReservationArgs"
 	CoschedulingArgs = "CoschedulingArgs"
+	ElasticQuotaArgs = "ElasticQuotaArgs"
 	// koord-descheduler's objects and configuration.
 	PodMigrationJob         = "PodMigrationJob"
 	DeschedulerConfig       = "DeschedulerConfiguration"
@@ -137,9 +138,20 @@ var Fields = []Field{
 	{CoschedulingArgs, "enablePreemption", "", NotActedOn, "gangs do not preempt as a whole"},
 	{CoschedulingArgs, "awareNetworkTopology", "", NotActedOn, ""},
 
+	{ElasticQuotaArgs, "defaultQuotaGroupMax", "", NotActedOn, "pods in no quota stay outside the tree (no default group); they are not checked, and what they hold is taken from what the quotas share"},
+	{ElasticQuotaArgs, "systemQuotaGroupMax", "", NotActedOn, "no system group"},
+	{ElasticQuotaArgs, "quotaGroupNamespace", "", NotActedOn, "reported when not koordinator-system"},
+	{ElasticQuotaArgs, "monitorAllQuotas", "", NotActedOn, "borrowed capacity comes back by preemption when the lender's pods ask for it, not by a revoking loop"},
+	{ElasticQuotaArgs, "delayEvictTime", "", NotActedOn, "reported when not 120s"},
+	{ElasticQuotaArgs, "revokePodInterval", "", NotActedOn, "reported when not 1s"},
+	{ElasticQuotaArgs, "enableMinQuotaScale", "", NotActedOn, "mins that pass what the tree shares are always scaled down in proportion"},
+	{ElasticQuotaArgs, "disableDefaultQuotaPreemption", "", NotActedOn, ""},
+	{ElasticQuotaArgs, "enableQueueHint", "", NotActedOn, ""},
+	{ElasticQuotaArgs, "quotaSnapshotUpdateInterval", "", NotActedOn, ""},
+	{ElasticQuotaArgs, "hookPlugins", "", NotActedOn, ""},
+
 	// Koordinator's scheduler plugins Koord does not have: a profile that
 	// enables them loads, without them (koord_scheduler_plugin_not_implemented).
-	{SchedulerPlugin, "ElasticQuota", "", NotActedOn, "elastic quotas: not yet (ElasticQuota objects are accepted)"},
 	{SchedulerPlugin, "DeviceShare", "", NotActedOn, "GPU and RDMA device sharing"},
 	{SchedulerPlugin, "DefaultPreBind", "", NotActedOn, "kube-scheduler's own pre-bind applies"},
 	{SchedulerPlugin, "NodeResourcesFitPlus", "", NotActedOn, ""},

@@ -28,6 +28,7 @@ import (
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/manifests"
 	"github.com/koord-project/koord/pkg/compat"
+	"github.com/koord-project/koord/pkg/quota"
 	"github.com/koord-project/koord/pkg/reservationutil"
 	"github.com/koord-project/koord/pkg/slo/config"
 	"github.com/koord-project/koord/pkg/slo/webhook/profile"
@@ -139,8 +140,9 @@ var corpus = map[string]expectation{
 	"docs-reservation.yaml":        {check: reservationLoads("reservation-demo")},
 	"docs-reservation-big.yaml":    {check: reservationLoads("reservation-demo-big")},
 	// Koordinator's own koord-scheduler configuration: it enables plugins
-	// Koord does not have (Coscheduling, ElasticQuota, DeviceShare, ...),
-	// which are left out and named; the rest schedules pods.
+	// Koord does not have (DeviceShare, ...), which are left out and named;
+	// the rest (Coscheduling and ElasticQuota with its args included)
+	// schedules pods.
 	"repo-manager-scheduler-config.yaml": {check: func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
 		cm, err := cp.Client.CoreV1().ConfigMaps("system").Get(ctx, "scheduler-config", metav1.GetOptions{})
 		if err != nil {
@@ -185,7 +187,12 @@ var corpus = map[string]expectation{
 	"docs-elasticquota.yaml": {check: func(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane) {
 		eq, err := cp.Koord.SchedulingSigsV1alpha1().ElasticQuotas("default").Get(ctx, "quota-example", metav1.GetOptions{})
 		if err != nil || eq.Spec.Max.Cpu().Value() != 40 || eq.Spec.Min.Memory().String() != "20Mi" {
-			t.Errorf("ElasticQuota: %+v, %v", eq, err)
+			t.Fatalf("ElasticQuota: %+v, %v", eq, err)
+		}
+		// The ElasticQuota plugin reads its tree keys as written: a top
+		// quota (empty parent), a leaf.
+		if q := quota.QuotaOf(eq); q.Err != nil || q.Parent != "" || q.IsParent || !q.AllowLent {
+			t.Errorf("as the ElasticQuota plugin reads it: %+v", q)
 		}
 	}},
 }

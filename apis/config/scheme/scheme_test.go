@@ -287,3 +287,42 @@ profiles:
 		t.Errorf("%v, want errors naming args.defaultMatchPolicy and args.defaultTimeout", err)
 	}
 }
+
+// Koordinator's ElasticQuotaArgs load under their own names: its defaults
+// report nothing; what Koord does not act on is named when set otherwise;
+// a negative group max is an error naming the field.
+func TestKoordinatorElasticQuotaArgs(t *testing.T) {
+	decodeArgs := func(args string) *config.ElasticQuotaArgs {
+		cfg, err := decode(t, `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: koord-scheduler
+    pluginConfig:
+      - name: ElasticQuota
+        args: `+args+"\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, ok := cfg.Profiles[0].PluginConfig[0].Args.(*config.ElasticQuotaArgs)
+		if !ok {
+			t.Fatalf("args decoded as %T", cfg.Profiles[0].PluginConfig[0].Args)
+		}
+		return a
+	}
+	args := decodeArgs("{quotaGroupNamespace: koordinator-system, delayEvictTime: 120s}")
+	if !args.EnableRuntimeQuota || args.EnableCheckParentQuota || len(args.NotActedOn()) != 0 {
+		t.Errorf("defaults: runtime %v, parent %v, not acted on %v", args.EnableRuntimeQuota, args.EnableCheckParentQuota, args.NotActedOn())
+	}
+	args = decodeArgs(`{monitorAllQuotas: true, enableRuntimeQuota: false, revokePodInterval: 5s, defaultQuotaGroupMax: {cpu: "-1"}, hookPlugins: [{key: k}]}`)
+	if args.EnableRuntimeQuota {
+		t.Error("enableRuntimeQuota: false was not read")
+	}
+	if diff := cmp.Diff([]string{"defaultQuotaGroupMax=set", "monitorAllQuotas=true", "revokePodInterval=5s", "hookPlugins=k"}, args.NotActedOn()); diff != "" {
+		t.Errorf("NotActedOn (-want +got):\n%s", diff)
+	}
+	err := validation.ValidateElasticQuotaArgs(field.NewPath("args"), args)
+	if err == nil || !strings.Contains(err.Error(), "args.defaultQuotaGroupMax[cpu]") {
+		t.Errorf("%v, want an error naming args.defaultQuotaGroupMax[cpu]", err)
+	}
+}

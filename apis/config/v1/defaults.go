@@ -107,3 +107,30 @@ func SetDefaults_CoschedulingArgs(obj *CoschedulingArgs) {
 		obj.DefaultMatchPolicy = ptr.To(extension.GangMatchOnceSatisfied)
 	}
 }
+
+// SetDefaults_ElasticQuotaArgs fills Koordinator's defaults (its default
+// and system group maxima are left empty: Koord has neither group, and an
+// empty list is not reported).
+func SetDefaults_ElasticQuotaArgs(obj *ElasticQuotaArgs) {
+	for _, b := range []struct {
+		p   **bool
+		def bool
+	}{{&obj.EnableRuntimeQuota, true}, {&obj.EnableCheckParentQuota, false}, {&obj.MonitorAllQuotas, false},
+		{&obj.EnableMinQuotaScale, true}, {&obj.DisableDefaultQuotaPreemption, true}, {&obj.EnableQueueHint, false}} {
+		if *b.p == nil {
+			*b.p = ptr.To(b.def)
+		}
+	}
+	if obj.QuotaGroupNamespace == nil {
+		obj.QuotaGroupNamespace = ptr.To(config.DefaultQuotaGroupNamespace)
+	}
+	for _, d := range []struct {
+		p   **metav1.Duration
+		def time.Duration
+	}{{&obj.DelayEvictTime, config.DefaultQuotaDelayEvictTime}, {&obj.RevokePodInterval, config.DefaultQuotaRevokePodInterval},
+		{&obj.QuotaSnapshotUpdateInterval, config.DefaultQuotaSnapshotUpdateInterval}} {
+		if *d.p == nil {
+			*d.p = &metav1.Duration{Duration: d.def}
+		}
+	}
+}

@@ -28,6 +28,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NodeNUMAResourceArgs{},
 		&ReservationArgs{},
 		&CoschedulingArgs{},
+		&ElasticQuotaArgs{},
 	)
 	return nil
 }

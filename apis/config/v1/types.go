@@ -143,3 +143,38 @@ type CoschedulingArgs struct {
 	// waiting-and-running.
 	DefaultMatchPolicy *string `json:"defaultMatchPolicy,omitempty"`
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ElasticQuotaArgs are Koordinator's ElasticQuota plugin args.
+type ElasticQuotaArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// EnableRuntimeQuota (default true) checks pods against their quota's
+	// runtime; false, against its max.
+	EnableRuntimeQuota *bool `json:"enableRuntimeQuota,omitempty"`
+	// EnableCheckParentQuota (default false) checks the ancestors too.
+	EnableCheckParentQuota *bool `json:"enableCheckParentQuota,omitempty"`
+
+	// Koordinator's; accepted, and reported when they differ from its
+	// defaults.
+	DefaultQuotaGroupMax          corev1.ResourceList `json:"defaultQuotaGroupMax,omitempty"`
+	SystemQuotaGroupMax           corev1.ResourceList `json:"systemQuotaGroupMax,omitempty"`
+	QuotaGroupNamespace           *string             `json:"quotaGroupNamespace,omitempty"`
+	MonitorAllQuotas              *bool               `json:"monitorAllQuotas,omitempty"`
+	DelayEvictTime                *metav1.Duration    `json:"delayEvictTime,omitempty"`
+	RevokePodInterval             *metav1.Duration    `json:"revokePodInterval,omitempty"`
+	EnableMinQuotaScale           *bool               `json:"enableMinQuotaScale,omitempty"`
+	DisableDefaultQuotaPreemption *bool               `json:"disableDefaultQuotaPreemption,omitempty"`
+	EnableQueueHint               *bool               `json:"enableQueueHint,omitempty"`
+	QuotaSnapshotUpdateInterval   *metav1.Duration    `json:"quotaSnapshotUpdateInterval,omitempty"`
+	HookPlugins                   []HookPluginConf    `json:"hookPlugins,omitempty"`
+}
+
+// HookPluginConf is Koordinator's ElasticQuota hook plugin entry (accepted,
+// reported by key).
+type HookPluginConf struct {
+	Key         string `json:"key,omitempty"`
+	FactoryKey  string `json:"factoryKey,omitempty"`
+	FactoryArgs string `json:"factoryArgs,omitempty"`
+}

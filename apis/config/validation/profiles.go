@@ -21,6 +21,8 @@ func ValidatePluginArgs(path *field.Path, args runtime.Object) error {
 		return ValidateReservationArgs(path, a)
 	case *config.CoschedulingArgs:
 		return ValidateCoschedulingArgs(path, a)
+	case *config.ElasticQuotaArgs:
+		return ValidateElasticQuotaArgs(path, a)
 	}
 	return nil
 }

@@ -4,7 +4,10 @@ package validation
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -172,6 +175,31 @@ func ValidateCoschedulingArgs(path *field.Path, args *config.CoschedulingArgs) e
 	}
 	if args.ControllerWorkers < 0 {
 		errs = append(errs, field.Invalid(path.Child("controllerWorkers"), args.ControllerWorkers, "must not be negative"))
+	}
+	return errs.ToAggregate()
+}
+
+// ValidateElasticQuotaArgs checks ElasticQuotaArgs: group maxima not
+// negative, intervals not negative.
+func ValidateElasticQuotaArgs(path *field.Path, args *config.ElasticQuotaArgs) error {
+	var errs field.ErrorList
+	for _, l := range []struct {
+		name string
+		list corev1.ResourceList
+	}{{"defaultQuotaGroupMax", args.DefaultQuotaGroupMax}, {"systemQuotaGroupMax", args.SystemQuotaGroupMax}} {
+		for _, r := range slices.Sorted(maps.Keys(l.list)) {
+			if q := l.list[r]; q.Sign() < 0 {
+				errs = append(errs, field.Invalid(path.Child(l.name).Key(string(r)), q.String(), "must not be negative"))
+			}
+		}
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"delayEvictTime", args.DelayEvictTime.Duration}, {"revokePodInterval", args.RevokePodInterval.Duration}, {"quotaSnapshotUpdateInterval", args.QuotaSnapshotUpdateInterval.Duration}} {
+		if d.d < 0 {
+			errs = append(errs, field.Invalid(path.Child(d.name), d.d.String(), "must not be negative"))
+		}
 	}
 	return errs.ToAggregate()
 }

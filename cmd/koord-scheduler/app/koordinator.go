@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/koord-project/koord/pkg/plugins/coscheduling"
+	"github.com/koord-project/koord/pkg/plugins/elasticquota"
 	"github.com/koord-project/koord/pkg/plugins/loadaware"
 	"github.com/koord-project/koord/pkg/plugins/numaresource"
 	"github.com/koord-project/koord/pkg/plugins/reservation"
@@ -21,7 +22,7 @@ import (
 // koordinatorOnly are Koordinator's scheduler plugins Koord does not have.
 // A Koordinator configuration that enables them loads all the same: they
 // are left out, and named (log and koord_scheduler_plugin_not_implemented).
-var koordinatorOnly = []string{"DefaultPreBind", "DeviceShare", "ElasticQuota",
+var koordinatorOnly = []string{"DefaultPreBind", "DeviceShare",
 	"NodeResourcesFitPlus", "ScarceResourceAvoidance", "SchedulingHint"}
 
 // koordPlugins are Koord's plugins, as values their extension points can be
@@ -33,6 +34,7 @@ var koordPlugins = map[string]any{
 	numaresource.Name: (*numaresource.Plugin)(nil),
 	reservation.Name:  (*reservation.Plugin)(nil),
 	coscheduling.Name: (*coscheduling.Plugin)(nil),
+	elasticquota.Name: (*elasticquota.Plugin)(nil),
 }
 
 func implements(p any, point string) bool {

@@ -15,6 +15,8 @@ profiles:
         enabled: [{name: Coscheduling}, {name: LoadAwareScheduling}]
       postFilter:
         enabled: [{name: Reservation}, {name: ElasticQuota}, {name: DefaultPreemption}]
+      filter:
+        enabled: [{name: DeviceShare}]
       score:
         enabled: [{name: Reservation, weight: 5000}]
     pluginConfig:
@@ -27,17 +29,18 @@ profiles:
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Coscheduling is Koord's now: kept. Koordinator also lists it at
-	// postFilter and permit through multiPoint, which it implements.
-	if got := strings.Join(dropped, ","); got != "ElasticQuota,Reservation at postFilter" {
+	// Coscheduling and ElasticQuota are Koord's now: kept. Koordinator also
+	// lists Coscheduling at postFilter and permit through multiPoint, which
+	// it implements.
+	if got := strings.Join(dropped, ","); got != "DeviceShare,Reservation at postFilter" {
 		t.Errorf("dropped %s", got)
 	}
-	for _, gone := range []string{"ElasticQuota", "quotaGroupNamespace"} {
+	for _, gone := range []string{"DeviceShare"} {
 		if strings.Contains(string(out), gone) {
 			t.Errorf("%s still in the adapted configuration:\n%s", gone, out)
 		}
 	}
-	for _, kept := range []string{"Coscheduling", "LoadAwareScheduling", "DefaultPreemption", "weight: 5000", "cpu: 70"} {
+	for _, kept := range []string{"Coscheduling", "ElasticQuota", "quotaGroupNamespace", "LoadAwareScheduling", "DefaultPreemption", "weight: 5000", "cpu: 70"} {
 		if !strings.Contains(string(out), kept) {
 			t.Errorf("%s lost from the adapted configuration:\n%s", kept, out)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/koord-project/koord/apis/config/validation"
 	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/plugins/coscheduling"
+	"github.com/koord-project/koord/pkg/plugins/elasticquota"
 	"github.com/koord-project/koord/pkg/plugins/loadaware"
 	"github.com/koord-project/koord/pkg/plugins/numaresource"
 	"github.com/koord-project/koord/pkg/plugins/reservation"
@@ -40,6 +41,7 @@ func Plugins() []kubeschedulerapp.Option {
 		kubeschedulerapp.WithPlugin(numaresource.Name, ext.Factory(numaresource.New)),
 		kubeschedulerapp.WithPlugin(reservation.Name, ext.Factory(reservation.New)),
 		kubeschedulerapp.WithPlugin(coscheduling.Name, ext.Factory(coscheduling.New)),
+		kubeschedulerapp.WithPlugin(elasticquota.Name, ext.Factory(elasticquota.New)),
 	}
 }
 

@@ -21,6 +21,8 @@ var (
 		New: func() runtime.Object { return &analysisv1alpha1.RecommendationProfile{} }, NewList: func() runtime.Object { return &analysisv1alpha1.RecommendationProfileList{} }}
 	PodGroups = Kind{Resource: schedulingsigsv1alpha1.SchemeGroupVersion.WithResource("podgroups"),
 		New: func() runtime.Object { return &schedulingsigsv1alpha1.PodGroup{} }, NewList: func() runtime.Object { return &schedulingsigsv1alpha1.PodGroupList{} }}
+	ElasticQuotas = Kind{Resource: schedulingsigsv1alpha1.SchemeGroupVersion.WithResource("elasticquotas"),
+		New: func() runtime.Object { return &schedulingsigsv1alpha1.ElasticQuota{} }, NewList: func() runtime.Object { return &schedulingsigsv1alpha1.ElasticQuotaList{} }}
 	NodeSLOs = Kind{Resource: slov1alpha1.SchemeGroupVersion.WithResource("nodeslos"),
 		New: func() runtime.Object { return &slov1alpha1.NodeSLO{} }, NewList: func() runtime.Object { return &slov1alpha1.NodeSLOList{} }}
 )

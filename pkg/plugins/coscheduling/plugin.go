@@ -76,7 +76,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, ext *frameworkex
 	logger := klog.FromContext(ctx).WithName(Name)
 	frameworkext.ReportArgsNotActedOn(logger, Name, args.NotActedOn())
 	p := &Plugin{h: h, args: *args, pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), logger: logger, satisfied: map[string]bool{}, failed: map[string]*corev1.Pod{}}
-	if served(h, schedulingsigsv1alpha1.SchemeGroupVersion.String(), "podgroups") {
+	if frameworkext.Served(h, schedulingsigsv1alpha1.SchemeGroupVersion.String(), "podgroups") {
 		factory, err := ext.Informers(h)
 		if err != nil {
 			return nil, err
@@ -160,19 +160,6 @@ func (p *Plugin) onPodDelete(obj any) {
 			delete(p.satisfied, k)
 		}
 	}
-}
-
-func served(h fwk.Handle, groupVersion, resource string) bool {
-	list, err := h.ClientSet().Discovery().ServerResourcesForGroupVersion(groupVersion)
-	if err != nil {
-		return false
-	}
-	for _, r := range list.APIResources {
-		if r.Name == resource {
-			return true
-		}
-	}
-	return false
 }
 
 // Name returns the plugin's name.

@@ -132,7 +132,7 @@ func (e *Extender) Informers(h fwk.Handle) (koordinformers.SharedInformerFactory
 	return e.factory, nil
 }
 
-// installLenient makes the factory's Reservation, NodeMetric and PodGroup informers
+// installLenient makes the factory's Reservation, NodeMetric, PodGroup and ElasticQuota informers
 // decode one object at a time (package lenient): an object that does not
 // decode is skipped, logged and reported as an Event, once per version,
 // instead of keeping the cache from syncing and every plugin waiting on it.
@@ -152,7 +152,7 @@ func (e *Extender) installLenient(h fwk.Handle) error {
 		}
 	}
 	kinds := map[runtime.Object]lenient.Kind{&schedulingv1alpha1.Reservation{}: lenient.Reservations, &slov1alpha1.NodeMetric{}: lenient.NodeMetrics,
-		&schedulingsigsv1alpha1.PodGroup{}: lenient.PodGroups}
+		&schedulingsigsv1alpha1.PodGroup{}: lenient.PodGroups, &schedulingsigsv1alpha1.ElasticQuota{}: lenient.ElasticQuotas}
 	for obj, k := range kinds {
 		e.factory.InformerFor(obj, func(koordclientset.Interface, time.Duration) cache.SharedIndexInformer {
 			return lenient.Informer(dyn, k, nil, refused)
@@ -191,4 +191,20 @@ func (e *Extender) HoldsChanged() {
 	for _, f := range fs {
 		f()
 	}
+}
+
+// Served says whether the API server serves a resource of a group version
+// (a CRD that is installed): plugins built on an optional CRD check it
+// before waiting on an informer that would never sync.
+func Served(h fwk.Handle, groupVersion, resource string) bool {
+	list, err := h.ClientSet().Discovery().ServerResourcesForGroupVersion(groupVersion)
+	if err != nil {
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == resource {
+			return true
+		}
+	}
+	return false
 }

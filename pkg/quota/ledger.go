@@ -1,0 +1,205 @@
+package quota
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/koord-project/koord/apis/extension"
+)
+
+// Resolve is the quota a pod is charged to: the one its label names, or
+// else the quota named after its namespace in that namespace, or else one
+// whose namespaces annotation lists the namespace; "" for none. A quota
+// named by label must be in the pod's namespace or list it (a tenant may
+// not charge its pods to another team's quota), must be usable, and must
+// not be a parent: otherwise the error says why, naming the key.
+func (t *Tree) Resolve(pod *corev1.Pod) (string, error) {
+	name, err := extension.PodQuotaName(pod.Labels)
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		if q := t.quotas[pod.Namespace]; q != nil && q.Namespace == pod.Namespace && q.Err == nil && !q.IsParent {
+			return q.Name, nil
+		}
+		return t.byNamespace(pod.Namespace), nil
+	}
+	q := t.quotas[name]
+	switch {
+	case q == nil:
+		return "", fmt.Errorf("label %s=%s: no ElasticQuota has that name", extension.LabelQuotaName, name)
+	case q.Namespace != pod.Namespace && !slices.Contains(q.Namespaces, pod.Namespace):
+		return "", fmt.Errorf("label %s=%s: the quota is in namespace %s and its annotation %s does not list %s", extension.LabelQuotaName, name, q.Namespace, extension.AnnotationQuotaNamespaces, pod.Namespace)
+	case q.Err != nil:
+		return "", fmt.Errorf("label %s=%s: %w", extension.LabelQuotaName, name, q.Err)
+	case q.IsParent:
+		return "", fmt.Errorf("label %s=%s: the quota is a parent (%s=true); pods go in its children", extension.LabelQuotaName, name, extension.LabelQuotaIsParent)
+	}
+	return name, nil
+}
+
+// byNamespace is the usable leaf quota whose namespaces annotation lists
+// ns; the first by name when several do, so the answer does not depend on
+// event order.
+func (t *Tree) byNamespace(ns string) string {
+	best := ""
+	for name, q := range t.quotas {
+		if q.Err == nil && !q.IsParent && slices.Contains(q.Namespaces, ns) && (best == "" || name < best) {
+			best = name
+		}
+	}
+	return best
+}
+
+// PodRequests is what a pod asks, as a Vec.
+func PodRequests(pod *corev1.Pod) Vec {
+	return VecOf(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+}
+
+// Ledger sums, per quota, what its pods hold (placed: bound, or assumed
+// by the scheduler) and ask (placed or pending), and what placed pods in
+// no quota hold. It is safe for concurrent use.
+type Ledger struct {
+	mu      sync.Mutex
+	pods    map[types.UID]Entry
+	used    map[string]Vec
+	request map[string]Vec
+	leaving map[string]Vec
+	outside Vec
+}
+
+// Entry is one pod's part.
+type Entry struct {
+	Quota    string // "" for none
+	Requests Vec
+	Placed   bool
+	// Leaving: the pod is being deleted (preempted, evicted) but still
+	// holds what it holds until it is gone.
+	Leaving bool
+}
+
+// NewLedger is an empty ledger.
+func NewLedger() *Ledger {
+	return &Ledger{pods: map[types.UID]Entry{}, used: map[string]Vec{}, request: map[string]Vec{}, leaving: map[string]Vec{}, outside: Vec{}}
+}
+
+// Set records a pod's part, replacing what it had.
+func (l *Ledger) Set(uid types.UID, e Entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.remove(uid)
+	l.pods[uid] = e
+	if e.Quota == "" {
+		if e.Placed {
+			l.outside.Add(e.Requests)
+		}
+		return
+	}
+	add(l.request, e.Quota, e.Requests)
+	if e.Placed {
+		add(l.used, e.Quota, e.Requests)
+		if e.Leaving {
+			add(l.leaving, e.Quota, e.Requests)
+		}
+	}
+}
+
+// Remove forgets a pod.
+func (l *Ledger) Remove(uid types.UID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.remove(uid)
+}
+
+func (l *Ledger) remove(uid types.UID) {
+	e, ok := l.pods[uid]
+	if !ok {
+		return
+	}
+	delete(l.pods, uid)
+	if e.Quota == "" {
+		if e.Placed {
+			l.outside.Sub(e.Requests)
+		}
+		return
+	}
+	sub(l.request, e.Quota, e.Requests)
+	if e.Placed {
+		sub(l.used, e.Quota, e.Requests)
+		if e.Leaving {
+			sub(l.leaving, e.Quota, e.Requests)
+		}
+	}
+}
+
+func add(m map[string]Vec, name string, v Vec) {
+	if m[name] == nil {
+		m[name] = Vec{}
+	}
+	m[name].Add(v)
+}
+
+func sub(m map[string]Vec, name string, v Vec) {
+	if m[name] != nil {
+		m[name].Sub(v)
+	}
+}
+
+// Get is a pod's part.
+func (l *Ledger) Get(uid types.UID) (Entry, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.pods[uid]
+	return e, ok
+}
+
+// Totals are copies of the sums: used and requested per quota, and what
+// placed pods in no quota hold.
+func (l *Ledger) Totals() (used, request map[string]Vec, outside Vec) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	used, request = make(map[string]Vec, len(l.used)), make(map[string]Vec, len(l.request))
+	for name, v := range l.used {
+		used[name] = v.Clone()
+	}
+	for name, v := range l.request {
+		request[name] = v.Clone()
+	}
+	return used, request, l.outside.Clone()
+}
+
+// Leaving is, per quota, what its placed pods that are being deleted
+// hold: preemption does not count on it to keep a quota at its min.
+func (l *Ledger) Leaving() map[string]Vec {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]Vec, len(l.leaving))
+	for name, v := range l.leaving {
+		out[name] = v.Clone()
+	}
+	return out
+}
+
+// Len is how many pods the ledger holds.
+func (l *Ledger) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pods)
+}
+
+// Counts says whether a pod holds or asks anything: pods that finished do
+// not.
+func Counts(pod *corev1.Pod) bool {
+	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// Preemptible is false for a pod labelled quota.scheduling.koordinator.sh/
+// preemptible=false.
+func Preemptible(pod *corev1.Pod) bool {
+	return pod.Labels[extension.LabelPreemptible] != "false"
+}

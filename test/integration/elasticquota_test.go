@@ -1,0 +1,256 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/koord-project/koord/apis/extension"
+	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
+	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/manifests"
+)
+
+// quotaConfig is a koord-scheduler profile with ElasticQuota in
+// DefaultPreemption's place, as the shipped profile has it.
+const quotaConfig = `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: koord-scheduler
+    plugins:
+      multiPoint:
+        enabled: [{name: ElasticQuota}]
+        disabled: [{name: DefaultPreemption}]
+`
+
+// startQuotaControlPlane is a control plane with Koord's PriorityClasses,
+// the given namespaces, and a stand-in for kubelet that finishes deleting
+// the pods preemption deletes (nothing runs them here).
+func startQuotaControlPlane(t *testing.T, ctx context.Context, namespaces ...string) *controlplane.ControlPlane {
+	t.Helper()
+	cp := startControlPlane(t, controlplane.Options{})
+	if err := cp.Apply(ctx, manifests.PriorityClasses); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range namespaces {
+		if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Its own context, ended before the control plane stops (cleanups run
+	// last first): an open watch holds the API server's shutdown.
+	wctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	w, err := cp.Client.CoreV1().Pods("").Watch(wctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Modified && pod.DeletionTimestamp != nil {
+				_ = cp.Client.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+			}
+		}
+	}()
+	return cp
+}
+
+func createQuota(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, ns, name, min, max string, labels, annotations map[string]string) {
+	t.Helper()
+	cpu := func(v string) corev1.ResourceList {
+		if v == "" {
+			return nil
+		}
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
+	}
+	if _, err := cp.Koord.SchedulingSigsV1alpha1().ElasticQuotas(ns).Create(ctx, &schedulingsigsv1alpha1.ElasticQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},
+		Spec:       schedulingsigsv1alpha1.ElasticQuotaSpec{Min: cpu(min), Max: cpu(max)},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func quotaPod(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, ns, name, class string, labels map[string]string) {
+	t.Helper()
+	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Namespace: ns, Name: name, SchedulerName: "koord-scheduler", CPU: "1", Memory: "64Mi",
+		PriorityClassName: class, Labels: labels}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// boundIn are the names of a namespace's bound pods, sorted.
+func boundIn(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, ns string) []string {
+	t.Helper()
+	pods, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil // a poll's deadline: its caller says what it waited for
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			out = append(out, p.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func waitBoundIn(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, ns string, want int) []string {
+	t.Helper()
+	var got []string
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got = boundIn(t, ctx, cp, ns)
+		return len(got) == want, nil
+	}); err != nil {
+		got = boundIn(t, context.WithoutCancel(ctx), cp, ns)
+		t.Fatalf("%s: %d pods bound (%v), want %d; pending: %s", ns, len(got), got, want, pendingMessages(ctx, cp, ns))
+	}
+	return got
+}
+
+// pendingMessages are the namespace's unbound pods with why.
+func pendingMessages(ctx context.Context, cp *controlplane.ControlPlane, ns string) string {
+	pods, err := cp.Client.CoreV1().Pods(ns).List(context.WithoutCancel(ctx), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" {
+			out = append(out, fmt.Sprintf("%s (%q)", p.Name, controlplane.PodUnschedulableMessage(&p)))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// waitPendingWith waits until a pod is unschedulable with a message
+// containing want, failing if it binds.
+func waitPendingWith(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, ns, name, want string) {
+	t.Helper()
+	var msg string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		if p.Spec.NodeName != "" {
+			return false, fmt.Errorf("pod %s/%s was bound to %s", ns, name, p.Spec.NodeName)
+		}
+		msg = controlplane.PodUnschedulableMessage(p)
+		return strings.Contains(msg, want), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s: want pending with %q, last message %q: %v", ns, name, want, msg, err)
+	}
+}
+
+// Two quotas with a min of 4 CPUs each on 8 CPUs. team-a borrows all of
+// team-b's idle min; a ninth pod is refused, naming the quota and the
+// figures. When team-b's pods come, within its min, team-a's borrowed pods
+// are preempted, lowest priority first, though team-b's pods have the
+// lower priority (0), and only as many as team-b needs: team-a keeps its min,
+// and a fifth team-b pod, beyond team-b's runtime, waits instead of taking
+// it.
+func TestElasticQuotaBorrowAndGiveBack(t *testing.T) {
+	ctx := testContext(t)
+	cp := startQuotaControlPlane(t, ctx, "team-a", "team-b")
+	gangNodes(t, ctx, cp, "q", 4) // 4 × 2 CPUs
+	createQuota(t, ctx, cp, "team-a", "team-a", "4", "8", nil, nil)
+	createQuota(t, ctx, cp, "team-b", "team-b", "4", "8", nil, nil)
+	startScheduler(t, ctx, cp, []byte(quotaConfig))
+
+	for i := 0; i < 5; i++ {
+		quotaPod(t, ctx, cp, "team-a", fmt.Sprintf("a-prod-%d", i), string(extension.PriorityProd), nil)
+	}
+	for i := 0; i < 3; i++ {
+		quotaPod(t, ctx, cp, "team-a", fmt.Sprintf("a-mid-%d", i), string(extension.PriorityMid), nil)
+	}
+	waitBoundIn(t, ctx, cp, "team-a", 8)
+	t.Log("team-a borrowed team-b's min")
+	quotaPod(t, ctx, cp, "team-a", "a-extra", string(extension.PriorityProd), nil)
+	waitPendingWith(t, ctx, cp, "team-a", "a-extra", "quota team-a is full: cpu: used 8 + 1 asked > runtime 8 (min 4, max 8)")
+
+	t.Log("team-a's ninth pod was refused")
+	for i := 0; i < 4; i++ {
+		quotaPod(t, ctx, cp, "team-b", fmt.Sprintf("b-%d", i), "", nil) // priority 0
+	}
+	waitBoundIn(t, ctx, cp, "team-b", 4)
+	left := waitBoundIn(t, ctx, cp, "team-a", 4)
+	// The three mid-priority pods went first, then one prod pod: four
+	// prod pods are left.
+	for _, name := range left {
+		if !strings.HasPrefix(name, "a-prod-") {
+			t.Errorf("team-a kept %v: a lower-priority pod outlived a prod pod", left)
+		}
+	}
+	quotaPod(t, ctx, cp, "team-b", "b-4", string(extension.PriorityProd), nil)
+	waitPendingWith(t, ctx, cp, "team-b", "b-4", "quota team-b is full")
+	// Nothing more is taken from team-a: it is at its min.
+	time.Sleep(2 * time.Second)
+	if got := boundIn(t, ctx, cp, "team-a"); len(got) != 4 {
+		t.Fatalf("team-a went below its min: %v", got)
+	}
+	waitPendingWith(t, ctx, cp, "team-a", "a-extra", "quota team-a is full")
+}
+
+// A three-level tree: org (max 4) > dept (max 3) > team (max 10). team
+// cannot pass dept's max however idle the cluster; a pod that names the
+// parent, a quota of another namespace, or a quota whose annotation does
+// not parse stays pending with a message naming the key.
+func TestElasticQuotaTree(t *testing.T) {
+	ctx := testContext(t)
+	cp := startQuotaControlPlane(t, ctx, "org", "other")
+	gangNodes(t, ctx, cp, "t", 4) // 8 CPUs
+	parent := map[string]string{extension.LabelQuotaIsParent: "true"}
+	createQuota(t, ctx, cp, "org", "org", "2", "4", parent, nil)
+	createQuota(t, ctx, cp, "org", "dept", "2", "3", map[string]string{extension.LabelQuotaParent: "org", extension.LabelQuotaIsParent: "true"}, nil)
+	createQuota(t, ctx, cp, "org", "team", "1", "10", map[string]string{extension.LabelQuotaParent: "dept"}, nil)
+	createQuota(t, ctx, cp, "org", "broken", "1", "10", nil, map[string]string{extension.AnnotationSharedWeight: "four"})
+	startScheduler(t, ctx, cp, []byte(quotaConfig))
+
+	team := map[string]string{extension.LabelQuotaName: "team"}
+	for i := 0; i < 4; i++ {
+		quotaPod(t, ctx, cp, "org", fmt.Sprintf("team-%d", i), "", team)
+	}
+	waitBoundIn(t, ctx, cp, "org", 3)
+	var pending string
+	for i := 0; i < 4; i++ {
+		if p, err := cp.Client.CoreV1().Pods("org").Get(ctx, fmt.Sprintf("team-%d", i), metav1.GetOptions{}); err == nil && p.Spec.NodeName == "" {
+			pending = p.Name
+		}
+	}
+	waitPendingWith(t, ctx, cp, "org", pending, "quota team is full: cpu: used 3 + 1 asked > runtime 3")
+
+	quotaPod(t, ctx, cp, "org", "to-parent", "", map[string]string{extension.LabelQuotaName: "dept"})
+	waitPendingWith(t, ctx, cp, "org", "to-parent", "label "+extension.LabelQuotaName+"=dept: the quota is a parent")
+	quotaPod(t, ctx, cp, "other", "stranger", "", team)
+	waitPendingWith(t, ctx, cp, "other", "stranger", "does not list other")
+	quotaPod(t, ctx, cp, "org", "to-broken", "", map[string]string{extension.LabelQuotaName: "broken"})
+	waitPendingWith(t, ctx, cp, "org", "to-broken", "annotation "+extension.AnnotationSharedWeight)
+
+	// Raising dept's max lets the pending team pod in.
+	dept, err := cp.Koord.SchedulingSigsV1alpha1().ElasticQuotas("org").Get(ctx, "dept", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dept.Spec.Max = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+	if _, err := cp.Koord.SchedulingSigsV1alpha1().ElasticQuotas("org").Update(ctx, dept, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.WaitForPodBound(ctx, "org", pending, time.Minute); err != nil {
+		t.Fatalf("after dept's max went to 4: %v", err)
+	}
+}
