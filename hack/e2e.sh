@@ -58,6 +58,7 @@ teardown() {
 # A cluster left by an interrupted run is taken down first.
 "$CLUSTER" down >/dev/null 2>&1 || true
 rm -f "$E2E_FAILURES"
+log "free disk: $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') (kubelet taints the node DiskPressure under 512Mi)"
 log "building the suite"
 go test -c -o "$OUT/e2e.test" ./test/e2e
 trap teardown EXIT
