@@ -171,6 +171,7 @@ func TestElasticQuotaBorrowAndGiveBack(t *testing.T) {
 	createQuota(t, ctx, cp, "team-a", "team-a", "4", "8", nil, nil)
 	createQuota(t, ctx, cp, "team-b", "team-b", "4", "8", nil, nil)
 	startScheduler(t, ctx, cp, []byte(quotaConfig))
+	startManager(t, ctx, cp, time.Hour) // writes the quotas' figures
 
 	for i := 0; i < 5; i++ {
 		quotaPod(t, ctx, cp, "team-a", fmt.Sprintf("a-prod-%d", i), string(extension.PriorityProd), nil)
@@ -204,6 +205,24 @@ func TestElasticQuotaBorrowAndGiveBack(t *testing.T) {
 		t.Fatalf("team-a went below its min: %v", got)
 	}
 	waitPendingWith(t, ctx, cp, "team-a", "a-extra", "quota team-a is full")
+
+	// koord-manager wrote what Koordinator's users read: each team uses 4
+	// CPUs and may use 4 now, and its pods ask 5 (one pending each).
+	for _, ns := range []string{"team-a", "team-b"} {
+		want := [3]string{"4", `"cpu":"4"`, `"cpu":"5"`}
+		var last string
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			eq, err := cp.Koord.SchedulingSigsV1alpha1().ElasticQuotas(ns).Get(ctx, ns, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			runtime, request := eq.Annotations[extension.AnnotationRuntime], eq.Annotations[extension.AnnotationRequest]
+			last = fmt.Sprintf("used %s, runtime %s, request %s", eq.Status.Used.Cpu(), runtime, request)
+			return eq.Status.Used.Cpu().String() == want[0] && strings.Contains(runtime, want[1]) && strings.Contains(request, want[2]), nil
+		}); err != nil {
+			t.Errorf("quota %s: %s; want used %s, runtime with %s, request with %s", ns, last, want[0], want[1], want[2])
+		}
+	}
 }
 
 // A three-level tree: org (max 4) > dept (max 3) > team (max 10). team

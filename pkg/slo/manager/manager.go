@@ -54,6 +54,7 @@ import (
 	"github.com/koord-project/koord/pkg/slo/noderesource"
 	"github.com/koord-project/koord/pkg/slo/nodeslo"
 	"github.com/koord-project/koord/pkg/slo/podgroup"
+	"github.com/koord-project/koord/pkg/slo/quotastatus"
 	"github.com/koord-project/koord/pkg/slo/recommender"
 	"github.com/koord-project/koord/pkg/slo/reservationlifecycle"
 )
@@ -253,6 +254,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, err
 	} else if !served {
 		ctrl.Log.Info("The PodGroup CRD (scheduling.sigs.k8s.io/v1alpha1) is not served: no PodGroup status is kept")
+	}
+	// ElasticQuota figures (runtime, request, used), for koord-scheduler's
+	// ElasticQuota plugin's tree.
+	if served, err := quotastatus.Setup(mgr); err != nil {
+		return nil, err
+	} else if !served {
+		ctrl.Log.Info("The ElasticQuota CRD (scheduling.sigs.k8s.io/v1alpha1) is not served: no quota status is kept")
 	}
 	if o.Gates != nil && o.Gates.Enabled(features.ResourceRecommender) {
 		if o.Recommender.Metrics, err = recommender.NewMetrics(ctrlmetrics.Registry); err != nil {

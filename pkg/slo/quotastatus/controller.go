@@ -1,0 +1,139 @@
+// Package quotastatus writes each ElasticQuota's figures where Koordinator
+// writes them: status.used, and the annotations
+// quota.scheduling.koordinator.sh/runtime and /request (ResourceLists in
+// JSON). They are computed by package quota, as koord-scheduler's
+// ElasticQuota plugin computes them, from the API's pods and nodes. The
+// controller is leader-elected in koord-manager, so that one writer keeps
+// them.
+package quotastatus
+
+import (
+	"context"
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/koord-project/koord/apis/extension"
+	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
+	"github.com/koord-project/koord/pkg/quota"
+)
+
+// Reconciler keeps the quotas' figures. Every event maps to one key: the
+// tree is computed whole, since one pod changes its siblings' runtimes.
+type Reconciler struct {
+	Client client.Client
+}
+
+var treeKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "elastic-quota-tree"}}
+
+// Setup registers the controller when the ElasticQuota CRD is served.
+func Setup(mgr ctrl.Manager) (bool, error) {
+	gk := schedulingsigsv1alpha1.SchemeGroupVersion.WithKind("ElasticQuota").GroupKind()
+	if _, err := mgr.GetRESTMapper().RESTMapping(gk, schedulingsigsv1alpha1.SchemeGroupVersion.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{treeKey}
+	})
+	return true, ctrl.NewControllerManagedBy(mgr).Named("elasticquota").
+		Watches(&schedulingsigsv1alpha1.ElasticQuota{}, all).
+		Watches(&corev1.Pod{}, all).
+		Watches(&corev1.Node{}, all).
+		Complete(&Reconciler{Client: mgr.GetClient()})
+}
+
+// Reconcile computes the tree and writes what changed.
+func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	var eqs schedulingsigsv1alpha1.ElasticQuotaList
+	if err := r.Client.List(ctx, &eqs); err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(eqs.Items) == 0 {
+		return ctrl.Result{}, nil
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods); err != nil {
+		return ctrl.Result{}, err
+	}
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return ctrl.Result{}, err
+	}
+	shares := Compute(eqs.Items, pods.Items, nodes.Items)
+	for i := range eqs.Items {
+		if err := r.write(ctx, &eqs.Items[i], shares); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// Compute is the tree's figures for these quotas, pods and nodes.
+func Compute(eqs []schedulingsigsv1alpha1.ElasticQuota, pods []corev1.Pod, nodes []corev1.Node) *quota.Shares {
+	list := make([]*quota.Quota, 0, len(eqs))
+	for i := range eqs {
+		list = append(list, quota.QuotaOf(&eqs[i]))
+	}
+	tree := quota.NewTree(list)
+	ledger := quota.NewLedger()
+	for i := range pods {
+		p := &pods[i]
+		if !quota.Counts(p) {
+			continue
+		}
+		name, _ := tree.Resolve(p)
+		ledger.Set(p.UID, quota.Entry{Quota: name, Requests: quota.PodRequests(p), Placed: p.Spec.NodeName != ""})
+	}
+	total := quota.Vec{}
+	for i := range nodes {
+		total.Add(quota.VecOf(nodes[i].Status.Allocatable))
+	}
+	used, request, outside := ledger.Totals()
+	total.Sub(outside)
+	return tree.Compute(used, request, total)
+}
+
+// write updates one quota's annotations and status when they changed. A
+// quota the tree could not use gets none (its figures would mean nothing).
+func (r *Reconciler) write(ctx context.Context, eq *schedulingsigsv1alpha1.ElasticQuota, s *quota.Shares) error {
+	runtime, ok := s.Runtime[eq.Name]
+	if !ok {
+		return nil
+	}
+	wantRuntime, err := json.Marshal(runtime.List())
+	if err != nil {
+		return err
+	}
+	wantRequest, err := json.Marshal(s.Request[eq.Name].List())
+	if err != nil {
+		return err
+	}
+	if eq.Annotations[extension.AnnotationRuntime] != string(wantRuntime) || eq.Annotations[extension.AnnotationRequest] != string(wantRequest) {
+		patch := client.MergeFrom(eq.DeepCopy())
+		if eq.Annotations == nil {
+			eq.Annotations = map[string]string{}
+		}
+		eq.Annotations[extension.AnnotationRuntime] = string(wantRuntime)
+		eq.Annotations[extension.AnnotationRequest] = string(wantRequest)
+		if err := r.Client.Patch(ctx, eq, patch); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	used := s.Used[eq.Name].List()
+	if (len(used) == 0 && len(eq.Status.Used) == 0) || apiequality.Semantic.DeepEqual(used, eq.Status.Used) {
+		return nil
+	}
+	patch := client.MergeFrom(eq.DeepCopy())
+	eq.Status.Used = used
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, eq, patch))
+}
