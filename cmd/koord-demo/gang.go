@@ -23,17 +23,7 @@ import (
 func gangScene(ctx context.Context, cp *controlplane.ControlPlane) error {
 	fmt.Println("\nGang scheduling: PodGroup train (minMember 5, timeout 3s), 5 workers of 4 CPUs, on pool train (2 nodes of 8 CPUs: room for 4)")
 	pool := map[string]string{"pool": "train"}
-	addNode := func(name string) error {
-		// A pool for batch training: packed by requests, not held to a load
-		// threshold (the node's own usage-thresholds override the args).
-		if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: name, CPU: "8", Memory: "32Gi", Labels: pool,
-			Annotations: map[string]string{extension.AnnotationCustomUsageThresholds: `{"usageThresholds":{"cpu":100,"memory":100}}`}}); err != nil {
-			return err
-		}
-		// Idle, as its koordlet would report it (LoadAwareScheduling
-		// skips nodes without a fresh NodeMetric).
-		return cp.ReportNodeMetric(ctx, name, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0"), corev1.ResourceMemory: resource.MustParse("1Gi")}, time.Now())
-	}
+	addNode := func(name string) error { return addPoolNode(ctx, cp, name, "8", pool) }
 	for _, n := range []string{"train-1", "train-2"} {
 		if err := addNode(n); err != nil {
 			return err
@@ -101,4 +91,18 @@ func gangScene(ctx context.Context, cp *controlplane.ControlPlane) error {
 	}
 	fmt.Println("  node train-3 added to the pool: all 5 workers bound together")
 	return nil
+}
+
+// addPoolNode adds an idle node of a pool for batch work: packed by
+// requests, not held to a load threshold (the node's own usage-thresholds,
+// 0: not checked, override the args; LoadAwareScheduling's estimate of a
+// pod preemption would remove does not drop in its dry run), with a fresh
+// NodeMetric as its koordlet would report (LoadAwareScheduling skips nodes
+// without one).
+func addPoolNode(ctx context.Context, cp *controlplane.ControlPlane, name, cpu string, pool map[string]string) error {
+	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: name, CPU: cpu, Memory: "32Gi", Labels: pool,
+		Annotations: map[string]string{extension.AnnotationCustomUsageThresholds: `{"usageThresholds":{"cpu":0,"memory":0}}`}}); err != nil {
+		return err
+	}
+	return cp.ReportNodeMetric(ctx, name, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0"), corev1.ResourceMemory: resource.MustParse("1Gi")}, time.Now())
 }

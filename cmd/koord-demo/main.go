@@ -156,6 +156,9 @@ func run(keep bool) error {
 	if err := gangScene(ctx, cp); err != nil {
 		return fmt.Errorf("gang scene: %w", err)
 	}
+	if err := quotaScene(ctx, cp); err != nil {
+		return fmt.Errorf("quota scene: %w", err)
+	}
 	if err := recommenderScene(ctx, cp); err != nil {
 		return fmt.Errorf("recommender scene: %w", err)
 	}

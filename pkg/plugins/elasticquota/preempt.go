@@ -95,7 +95,7 @@ func (v *victims) SelectVictimsOnNode(ctx context.Context, cs fwk.CycleState, pr
 		}
 	}
 	if len(eligible) == 0 {
-		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no pod on the node may give way (quota mins and priorities)")
+		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no pod may give way (priorities, quota mins)")
 	}
 
 	remove := func(dv *preemption.DomainVictim) error {
