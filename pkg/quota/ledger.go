@@ -10,6 +10,8 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	"github.com/koord-project/koord/pkg/reservationutil"
 )
 
 // Resolve is the quota a pod is charged to: the one its label names, or
@@ -17,8 +19,13 @@ import (
 // whose namespaces annotation lists the namespace; "" for none. A quota
 // named by label must be in the pod's namespace or list it (a tenant may
 // not charge its pods to another team's quota), must be usable, and must
-// not be a parent: otherwise the error says why, naming the key.
+// not be a parent: otherwise the error says why, naming the key. A
+// reservation's placeholder pod is charged by its labels alone, as its
+// Reservation is.
 func (t *Tree) Resolve(pod *corev1.Pod) (string, error) {
+	if reservationutil.PlaceholderOf(pod) != "" {
+		return t.ResolveLabels(pod.Labels)
+	}
 	name, err := extension.PodQuotaName(pod.Labels)
 	if err != nil {
 		return "", err
@@ -30,11 +37,29 @@ func (t *Tree) Resolve(pod *corev1.Pod) (string, error) {
 		return t.byNamespace(pod.Namespace), nil
 	}
 	q := t.quotas[name]
+	if q != nil && q.Namespace != pod.Namespace && !slices.Contains(q.Namespaces, pod.Namespace) {
+		return "", fmt.Errorf("label %s=%s: the quota is in namespace %s and its annotation %s does not list %s", extension.LabelQuotaName, name, q.Namespace, extension.AnnotationQuotaNamespaces, pod.Namespace)
+	}
+	return t.usable(name)
+}
+
+// ResolveLabels is the quota a label set names, with no namespace rule:
+// for Reservations (cluster-scoped: their authors may use any quota) and
+// their placeholder pods. "" when the labels name none.
+func (t *Tree) ResolveLabels(labels map[string]string) (string, error) {
+	name, err := extension.PodQuotaName(labels)
+	if err != nil || name == "" {
+		return "", err
+	}
+	return t.usable(name)
+}
+
+// usable checks that a quota named by label can take pods.
+func (t *Tree) usable(name string) (string, error) {
+	q := t.quotas[name]
 	switch {
 	case q == nil:
 		return "", fmt.Errorf("label %s=%s: no ElasticQuota has that name", extension.LabelQuotaName, name)
-	case q.Namespace != pod.Namespace && !slices.Contains(q.Namespaces, pod.Namespace):
-		return "", fmt.Errorf("label %s=%s: the quota is in namespace %s and its annotation %s does not list %s", extension.LabelQuotaName, name, q.Namespace, extension.AnnotationQuotaNamespaces, pod.Namespace)
 	case q.Err != nil:
 		return "", fmt.Errorf("label %s=%s: %w", extension.LabelQuotaName, name, q.Err)
 	case q.IsParent:
@@ -202,4 +227,21 @@ func Counts(pod *corev1.Pod) bool {
 // preemptible=false.
 func Preemptible(pod *corev1.Pod) bool {
 	return pod.Labels[extension.LabelPreemptible] != "false"
+}
+
+// ReservationEntry is what an Available reservation holds, as a ledger
+// entry: the part its owners have not taken yet (owners' pods are charged
+// to their own quotas), charged to the quota its template's label (or its
+// own) names, or outside the tree. ok is false for a reservation that
+// holds nothing.
+func (t *Tree) ReservationEntry(r *schedulingv1alpha1.Reservation) (e Entry, ok bool) {
+	if !reservationutil.IsAvailable(r) || r.Status.NodeName == "" {
+		return Entry{}, false
+	}
+	labels := r.Labels
+	if r.Spec.Template != nil && r.Spec.Template.Labels[extension.LabelQuotaName] != "" {
+		labels = r.Spec.Template.Labels
+	}
+	name, _ := t.ResolveLabels(labels) // one that names a quota wrongly holds outside it
+	return Entry{Quota: name, Requests: VecOf(reservationutil.Remaining(r.Status.Allocatable, r.Status.Allocated)), Placed: true}, true
 }

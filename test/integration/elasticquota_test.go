@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/manifests"
@@ -271,5 +272,45 @@ func TestElasticQuotaTree(t *testing.T) {
 	}
 	if _, err := cp.WaitForPodBound(ctx, "org", pending, time.Minute); err != nil {
 		t.Fatalf("after dept's max went to 4: %v", err)
+	}
+}
+
+// A Reservation whose template names a quota holds what its owners have
+// not taken against that quota: a stranger of the quota that would pass
+// the quota's max with it waits, naming the figures; the owner, placed
+// into the reservation, is not charged twice and binds.
+func TestElasticQuotaChargesReservations(t *testing.T) {
+	ctx := testContext(t)
+	cp := startQuotaControlPlane(t, ctx, "team-r")
+	reservationNode(t, ctx, cp, "r-node", "8", "32Gi")
+	createQuota(t, ctx, cp, "team-r", "team-r", "2", "4", nil, nil)
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	startManager(t, ctx, cp, time.Hour)
+
+	r := newReservation("team-r-capacity", "3", ownersByLabel("app", "web"))
+	r.Spec.Template.Labels = map[string]string{extension.LabelQuotaName: "team-r"}
+	if _, err := cp.Koord.SchedulingV1alpha1().Reservations().Create(ctx, r, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReservation(t, ctx, cp, "team-r-capacity", "Available", isPhase(schedulingv1alpha1.ReservationAvailable))
+
+	quotaPod(t, ctx, cp, "team-r", "stranger", "", map[string]string{"app": "batch"})
+	quotaPod(t, ctx, cp, "team-r", "stranger-2", "", map[string]string{"app": "batch"})
+	// One fits beside the reservation's 3 CPUs within max 4; the other
+	// would pass it.
+	waitBoundIn(t, ctx, cp, "team-r", 1)
+	pending := "stranger-2"
+	if p, err := cp.Client.CoreV1().Pods("team-r").Get(ctx, "stranger", metav1.GetOptions{}); err == nil && p.Spec.NodeName == "" {
+		pending = "stranger"
+	}
+	waitPendingWith(t, ctx, cp, "team-r", pending, "quota team-r is full: cpu: used 4 + 1 asked > runtime 4 (min 2, max 4)")
+
+	// The owner asks 3 CPUs the reservation holds for it: it binds.
+	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Namespace: "team-r", Name: "web-1", SchedulerName: "koord-scheduler", CPU: "3", Memory: "64Mi",
+		Labels: map[string]string{"app": "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.WaitForPodBound(ctx, "team-r", "web-1", time.Minute); err != nil {
+		t.Fatalf("the reservation's owner: %v; pending: %s", err, pendingMessages(ctx, cp, "team-r"))
 	}
 }

@@ -33,10 +33,13 @@ import (
 
 	"github.com/koord-project/koord/apis/config"
 	"github.com/koord-project/koord/apis/config/validation"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
 	"github.com/koord-project/koord/pkg/client/lenient"
+	schedlisters "github.com/koord-project/koord/pkg/client/listers/scheduling/v1alpha1"
 	sigslisters "github.com/koord-project/koord/pkg/client/listers/schedulingsigs/v1alpha1"
 	"github.com/koord-project/koord/pkg/quota"
+	"github.com/koord-project/koord/pkg/reservationutil"
 	"github.com/koord-project/koord/pkg/scheduler/frameworkext"
 )
 
@@ -49,6 +52,9 @@ type Plugin struct {
 	args   config.ElasticQuotaArgs
 	pods   corelisters.PodLister
 	quotas sigslisters.ElasticQuotaLister // nil when the CRD is not served
+	// reservations: Available ones hold their remainder for their quota
+	// (nil when the Reservation CRD is not served).
+	reservations schedlisters.ReservationLister
 	logger klog.Logger
 
 	ledger *quota.Ledger
@@ -128,8 +134,21 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, ext *frameworkex
 		}); err != nil {
 			return nil, err
 		}
+		synced := []cache.InformerSynced{inf.Informer().HasSynced}
+		if frameworkext.Served(h, schedulingv1alpha1.SchemeGroupVersion.String(), "reservations") {
+			rinf := factory.Scheduling().V1alpha1().Reservations()
+			p.reservations = rinf.Lister()
+			if _, err := rinf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc:    p.onReservation,
+				UpdateFunc: func(_, obj any) { p.onReservation(obj) },
+				DeleteFunc: p.onReservationDelete,
+			}); err != nil {
+				return nil, err
+			}
+			synced = append(synced, rinf.Informer().HasSynced)
+		}
 		ext.Start(ctx)
-		if err := lenient.WaitForSync(ctx, frameworkext.SyncTimeout, Name+": the ElasticQuota informer", inf.Informer().HasSynced); err != nil {
+		if err := lenient.WaitForSync(ctx, frameworkext.SyncTimeout, Name+": the ElasticQuota and Reservation informers", synced...); err != nil {
 			return nil, err
 		}
 	} else {
@@ -187,7 +206,66 @@ func (p *Plugin) rebuild() {
 	for _, pod := range pods {
 		p.onPod(pod)
 	}
+	if p.reservations != nil {
+		if rs, err := p.reservations.List(labels.Everything()); err == nil {
+			for _, r := range rs {
+				p.onReservation(r)
+			}
+		}
+	}
 	p.wake()
+}
+
+func (p *Plugin) onReservation(obj any) {
+	r, ok := obj.(*schedulingv1alpha1.Reservation)
+	if !ok {
+		return
+	}
+	p.mu.RLock()
+	e, holds := p.tree.ReservationEntry(r)
+	p.mu.RUnlock()
+	if !holds {
+		p.forget(r.UID)
+		return
+	}
+	p.ledger.Set(r.UID, e)
+}
+
+func (p *Plugin) onReservationDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if r, ok := obj.(*schedulingv1alpha1.Reservation); ok {
+		p.forget(r.UID)
+	}
+}
+
+// credit is what an Available reservation of the pod's quota already
+// holds for it: an owner placed into it takes nothing more from the quota.
+func (p *Plugin) credit(quotaName string, pod *corev1.Pod, req quota.Vec) quota.Vec {
+	if p.reservations == nil || reservationutil.PlaceholderOf(pod) != "" {
+		return nil
+	}
+	rs, err := p.reservations.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	for _, r := range rs {
+		e, ok := p.ledger.Get(r.UID)
+		if !ok || e.Quota != quotaName || !reservationutil.IsOwner(r, pod) {
+			continue
+		}
+		covers := true
+		for name, v := range req {
+			if e.Requests[name] < v {
+				covers = false
+			}
+		}
+		if covers {
+			return req
+		}
+	}
+	return nil
 }
 
 // wake sends the pods the quotas refused back to the active queue.
@@ -338,10 +416,14 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	}
 	q := tree.Get(name)
 	c.reclaiming = within(used[name], c.requests, q.Min)
-	msg := p.check(q, shares, c.requests)
+	// What a reservation of the quota holds for this owner is charged
+	// already: only the rest of its request is new.
+	asked := c.requests.Clone()
+	asked.Sub(p.credit(name, pod, c.requests))
+	msg := p.check(q, shares, asked)
 	if msg == "" && p.args.EnableCheckParentQuota {
 		for _, a := range tree.Ancestors(name) {
-			if m := p.check(a, shares, c.requests); m != "" {
+			if m := p.check(a, shares, asked); m != "" {
 				msg = fmt.Sprintf("parent of quota %s: %s", name, m)
 				break
 			}

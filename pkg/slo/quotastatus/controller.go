@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/koord-project/koord/apis/extension"
+	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
 	"github.com/koord-project/koord/pkg/quota"
 )
@@ -49,6 +50,7 @@ func Setup(mgr ctrl.Manager) (bool, error) {
 		Watches(&schedulingsigsv1alpha1.ElasticQuota{}, all).
 		Watches(&corev1.Pod{}, all).
 		Watches(&corev1.Node{}, all).
+		Watches(&schedulingv1alpha1.Reservation{}, all).
 		Complete(&Reconciler{Client: mgr.GetClient()})
 }
 
@@ -69,7 +71,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	if err := r.Client.List(ctx, &nodes); err != nil {
 		return ctrl.Result{}, err
 	}
-	shares := Compute(eqs.Items, pods.Items, nodes.Items)
+	var reservations schedulingv1alpha1.ReservationList
+	if err := r.Client.List(ctx, &reservations); err != nil {
+		return ctrl.Result{}, err
+	}
+	shares := Compute(eqs.Items, pods.Items, nodes.Items, reservations.Items)
 	for i := range eqs.Items {
 		if err := r.write(ctx, &eqs.Items[i], shares); err != nil {
 			return ctrl.Result{}, err
@@ -78,8 +84,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
-// Compute is the tree's figures for these quotas, pods and nodes.
-func Compute(eqs []schedulingsigsv1alpha1.ElasticQuota, pods []corev1.Pod, nodes []corev1.Node) *quota.Shares {
+// Compute is the tree's figures for these quotas, pods, nodes and
+// reservations.
+func Compute(eqs []schedulingsigsv1alpha1.ElasticQuota, pods []corev1.Pod, nodes []corev1.Node, reservations []schedulingv1alpha1.Reservation) *quota.Shares {
 	list := make([]*quota.Quota, 0, len(eqs))
 	for i := range eqs {
 		list = append(list, quota.QuotaOf(&eqs[i]))
@@ -93,6 +100,11 @@ func Compute(eqs []schedulingsigsv1alpha1.ElasticQuota, pods []corev1.Pod, nodes
 		}
 		name, _ := tree.Resolve(p)
 		ledger.Set(p.UID, quota.Entry{Quota: name, Requests: quota.PodRequests(p), Placed: p.Spec.NodeName != ""})
+	}
+	for i := range reservations {
+		if e, ok := tree.ReservationEntry(&reservations[i]); ok {
+			ledger.Set(reservations[i].UID, e)
+		}
 	}
 	total := quota.Vec{}
 	for i := range nodes {
