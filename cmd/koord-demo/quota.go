@@ -36,7 +36,9 @@ func quotaScene(ctx context.Context, cp *controlplane.ControlPlane) error {
 		if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team}}, metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		cpu := func(v string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)} }
+		cpu := func(v string) corev1.ResourceList {
+			return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
+		}
 		if _, err := cp.Koord.SchedulingSigsV1alpha1().ElasticQuotas(team).Create(ctx, &schedulingsigsv1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Name: team},
 			Spec: schedulingsigsv1alpha1.ElasticQuotaSpec{Min: cpu("4"), Max: cpu("8")}}, metav1.CreateOptions{}); err != nil {
 			return err

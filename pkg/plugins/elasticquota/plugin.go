@@ -55,7 +55,7 @@ type Plugin struct {
 	// reservations: Available ones hold their remainder for their quota
 	// (nil when the Reservation CRD is not served).
 	reservations schedlisters.ReservationLister
-	logger klog.Logger
+	logger       klog.Logger
 
 	ledger *quota.Ledger
 
