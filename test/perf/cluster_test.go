@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/internal/schedtest"
 	"github.com/koord-project/koord/internal/topologytest"
@@ -132,6 +134,12 @@ type mix struct {
 	// LoadAwareScheduling (65 percent CPU, pods estimated at 85 percent of
 	// their limit, NodeMetrics at up to 600m) turns pods away, with margin.
 	perNode float64
+	// unit, when set, is a number of pods the warm-up and the measured
+	// phase must each be a multiple of (a gang never spans the two).
+	unit int
+	// setup, when set, makes the objects the mix's pods refer to, in
+	// their namespace, before any pod is created.
+	setup func(ctx context.Context, koord koordclientset.Interface, namespace string) error
 }
 
 // realistic is what every Koord plugin has work in: one pod in ten owns a
@@ -150,6 +158,46 @@ var realistic = mix{name: "realistic", perNode: 8.5, pod: func(namespace string,
 
 // plain uses no Koord feature: 50m pods, no reservation, no binding.
 var plain = mix{name: "plain", perNode: 30, pod: plainPod}
+
+// gangSizes are the gangs of every 500 pods of the gang mix, 10 to 100
+// members each.
+var gangSizes = []int{10, 40, 100, 50, 20, 30, 100, 50, 100}
+
+// gang is plain's pods in gangs (Koordinator's annotations, Strict):
+// scheduled without Coscheduling, the same pods without gangs.
+var gang = mix{name: "gang", perNode: 30, unit: 500, pod: func(namespace string, i int) *corev1.Pod {
+	at, g := i%500, 0
+	for at >= gangSizes[g] {
+		at -= gangSizes[g]
+		g++
+	}
+	return newPod(namespace, i, "50m", map[string]string{"app": "plain"}, map[string]string{
+		extension.AnnotationGangName:   fmt.Sprintf("gang-%d-%d", i/500, g),
+		extension.AnnotationGangMinNum: strconv.Itoa(gangSizes[g]),
+	})
+}}
+
+// quotas is how many ElasticQuotas the quota mix's pods are spread over.
+const quotas = 20
+
+// quotaMix is plain's pods charged to 20 ElasticQuotas in turn (by label),
+// each with a min of a twentieth of the cluster's CPUs and a max of all
+// of them: every pod is checked against its quota's runtime, none refused.
+// Scheduled without ElasticQuota, the same pods without quotas.
+var quotaMix = mix{name: "quota", perNode: 30, pod: func(namespace string, i int) *corev1.Pod {
+	return newPod(namespace, i, "50m", map[string]string{"app": "plain", extension.LabelQuotaName: fmt.Sprintf("q-%02d", i%quotas)}, nil)
+}, setup: func(ctx context.Context, koord koordclientset.Interface, namespace string) error {
+	return parallel(quotas, func(i int) error {
+		_, err := koord.SchedulingSigsV1alpha1().ElasticQuotas(namespace).Create(ctx, &schedulingsigsv1alpha1.ElasticQuota{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("q-%02d", i)},
+			Spec: schedulingsigsv1alpha1.ElasticQuotaSpec{
+				Min: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")},
+				Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100000")},
+			},
+		}, metav1.CreateOptions{})
+		return err
+	})
+}}
 
 // binding pods each bind one whole CPU: two fit any 4-CPU node by load; at
 // 1.5 a node, the last pods still find room without searching every node.
@@ -188,6 +236,10 @@ func (m *mix) sized(sz size) size {
 	if total := sz.warmupPods + sz.measuredPods; total > room {
 		sz.warmupPods = sz.warmupPods * room / total
 		sz.measuredPods = room - sz.warmupPods
+	}
+	if m.unit > 0 {
+		sz.warmupPods = max(m.unit, sz.warmupPods/m.unit*m.unit)
+		sz.measuredPods = max(m.unit, sz.measuredPods/m.unit*m.unit)
 	}
 	return sz
 }

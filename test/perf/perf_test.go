@@ -63,6 +63,10 @@ var cases = []perfCase{
 	{"plain/all", allPlugins, &plain},
 	{"binding/stock", nil, &binding},
 	{"binding/all", allPlugins, &binding},
+	{"gang/stock", nil, &gang},
+	{"gang/Coscheduling", []string{"Coscheduling"}, &gang},
+	{"quota/stock", nil, &quotaMix},
+	{"quota/ElasticQuota", []string{"ElasticQuota"}, &quotaMix},
 }
 
 // profile is the shipped scheduler configuration narrowed to keep's Koord
@@ -122,6 +126,11 @@ func narrow(p map[string]any, keep []string) {
 		} else {
 			set["enabled"] = kept
 		}
+	}
+	// ElasticQuota takes DefaultPreemption's place in the shipped profile:
+	// without it, DefaultPreemption is back, as in stock kube-scheduler.
+	if mp, ok := plugins["multiPoint"].(map[string]any); ok && !slices.Contains(keep, "ElasticQuota") {
+		delete(mp, "disabled")
 	}
 	var args []any
 	for _, a := range p["pluginConfig"].([]any) {
@@ -287,6 +296,11 @@ func runCase(b *testing.B, name string, cfg []byte, m *mix, sz size, opts ...kub
 	ns := "perf"
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
+	}
+	if m.setup != nil {
+		if err := m.setup(ctx, koord, ns); err != nil {
+			b.Fatal(err)
+		}
 	}
 	bound, err := watchBound(ctx, kube, ns)
 	if err != nil {
