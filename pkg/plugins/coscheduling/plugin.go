@@ -37,9 +37,9 @@ const Name = "Coscheduling"
 
 // Plugin is the Coscheduling plugin.
 type Plugin struct {
-	h         fwk.Handle
-	args      config.CoschedulingArgs
-	pods      corelisters.PodLister
+	h    fwk.Handle
+	args config.CoschedulingArgs
+	pods corelisters.PodLister
 	// byGang indexes the pod informer's pods by gang ("namespace/name"):
 	// a gang's members are read several times a cycle, and listing the
 	// namespace's pods each time made a cycle cost grow with the namespace
