@@ -96,6 +96,10 @@ type Ledger struct {
 	request map[string]Vec
 	leaving map[string]Vec
 	outside Vec
+	// version counts the changes to what the quotas share: any quota's
+	// request, or what pods outside the tree hold. Runtimes depend on
+	// these alone (a pod placed moves from asking to using, not the sum).
+	version uint64
 }
 
 // Entry is one pod's part.
@@ -108,6 +112,15 @@ type Entry struct {
 	Leaving bool
 }
 
+// shared is what an entry adds to what runtimes depend on: its quota's
+// request, or (outside the tree, placed) what it holds; nothing else.
+func (e Entry) shared() (string, Vec) {
+	if e.Quota == "" && !e.Placed {
+		return "", nil
+	}
+	return e.Quota, e.Requests
+}
+
 // NewLedger is an empty ledger.
 func NewLedger() *Ledger {
 	return &Ledger{pods: map[types.UID]Entry{}, used: map[string]Vec{}, request: map[string]Vec{}, leaving: map[string]Vec{}, outside: Vec{}}
@@ -117,6 +130,12 @@ func NewLedger() *Ledger {
 func (l *Ledger) Set(uid types.UID, e Entry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	old := l.pods[uid] // the zero Entry shares nothing
+	oq, ov := old.shared()
+	nq, nv := e.shared()
+	if oq != nq || !ov.Equal(nv) {
+		l.version++
+	}
 	l.remove(uid)
 	l.pods[uid] = e
 	if e.Quota == "" {
@@ -138,6 +157,11 @@ func (l *Ledger) Set(uid types.UID, e Entry) {
 func (l *Ledger) Remove(uid types.UID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if e, ok := l.pods[uid]; ok {
+		if _, v := e.shared(); len(v) > 0 {
+			l.version++
+		}
+	}
 	l.remove(uid)
 }
 
@@ -196,6 +220,21 @@ func (l *Ledger) Totals() (used, request map[string]Vec, outside Vec) {
 		request[name] = v.Clone()
 	}
 	return used, request, l.outside.Clone()
+}
+
+// Version changes whenever a quota's request or what pods outside the
+// tree hold changes: runtimes computed at one version hold until it moves.
+func (l *Ledger) Version() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.version
+}
+
+// UsedBy is a copy of what one quota's pods hold.
+func (l *Ledger) UsedBy(name string) Vec {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.used[name].Clone()
 }
 
 // Leaving is, per quota, what its placed pods that are being deleted

@@ -78,6 +78,22 @@ func (v Vec) Sub(o Vec) {
 	}
 }
 
+// Equal says whether v and o hold the same amounts (a missing resource is
+// zero).
+func (v Vec) Equal(o Vec) bool {
+	for name, m := range v {
+		if o[name] != m {
+			return false
+		}
+	}
+	for name, m := range o {
+		if v[name] != m {
+			return false
+		}
+	}
+	return true
+}
+
 // Clone copies v.
 func (v Vec) Clone() Vec {
 	out := make(Vec, len(v))

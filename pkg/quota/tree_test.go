@@ -198,3 +198,31 @@ func TestVecList(t *testing.T) {
 		t.Fatalf("a huge max: %v", huge)
 	}
 }
+
+// The ledger's version moves with what runtimes depend on (requests, what
+// pods outside the tree hold), not with a quota's pod being placed.
+func TestLedgerVersion(t *testing.T) {
+	l := NewLedger()
+	l.Set("1", Entry{Quota: "a", Requests: cores(1)})
+	v := l.Version()
+	l.Set("1", Entry{Quota: "a", Requests: cores(1), Placed: true})
+	if l.Version() != v {
+		t.Fatal("placing a quota's pod moved the version")
+	}
+	l.Set("2", Entry{Requests: cores(1)})
+	if l.Version() != v {
+		t.Fatal("a pending pod outside the tree moved the version")
+	}
+	l.Set("2", Entry{Requests: cores(1), Placed: true})
+	if l.Version() == v {
+		t.Fatal("a pod outside the tree placed did not move the version")
+	}
+	v = l.Version()
+	l.Remove("1")
+	if l.Version() == v {
+		t.Fatal("a quota's pod removed did not move the version")
+	}
+	if got := l.UsedBy("a")[corev1.ResourceCPU]; got != 0 {
+		t.Fatalf("used after removal: %d", got)
+	}
+}

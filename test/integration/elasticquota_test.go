@@ -293,6 +293,14 @@ func TestElasticQuotaChargesReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReservation(t, ctx, cp, "team-r-capacity", "Available", isPhase(schedulingv1alpha1.ReservationAvailable))
+	// koord-manager charges it too: once it says so, the scheduler's
+	// informers have had the time to see it.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		eq, err := cp.Koord.SchedulingSigsV1alpha1().ElasticQuotas("team-r").Get(ctx, "team-r", metav1.GetOptions{})
+		return err == nil && eq.Status.Used.Cpu().String() == "3", nil
+	}); err != nil {
+		t.Fatal("koord-manager never counted the reservation's 3 CPUs as team-r's used")
+	}
 
 	quotaPod(t, ctx, cp, "team-r", "stranger", "", map[string]string{"app": "batch"})
 	quotaPod(t, ctx, cp, "team-r", "stranger-2", "", map[string]string{"app": "batch"})

@@ -61,6 +61,10 @@ type Plugin struct {
 	// shortSaid is when each gang short of members was last reported (one
 	// Event a minute for the gang, rather than a status write per member).
 	shortSaid map[string]time.Time
+	// whole are the gangs that had minMember pods when their latest
+	// member arrived: only then are the members waiting in PreEnqueue
+	// worth letting in (trying them on every arrival cost O(gang²)).
+	whole map[string]bool
 }
 
 var (
@@ -89,7 +93,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, ext *frameworkex
 		return nil, err
 	}
 	p := &Plugin{h: h, args: *args, pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), byGang: podInformer.GetIndexer(),
-		logger: logger, satisfied: map[string]bool{}, failed: map[string]*corev1.Pod{}, shortSaid: map[string]time.Time{}}
+		logger: logger, satisfied: map[string]bool{}, failed: map[string]*corev1.Pod{}, shortSaid: map[string]time.Time{}, whole: map[string]bool{}}
 	if frameworkext.Served(h, schedulingsigsv1alpha1.SchemeGroupVersion.String(), "podgroups") {
 		factory, err := ext.Informers(h)
 		if err != nil {
@@ -118,9 +122,22 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, ext *frameworkex
 }
 
 func (p *Plugin) onPodAdd(obj any) {
-	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName == "" {
-		p.activateSiblings(pod)
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName != "" {
+		return
 	}
+	g, st := p.gangOf(pod)
+	if st != nil || g == nil {
+		return
+	}
+	members, err := p.members(g.key)
+	if err != nil || int32(len(members)) < g.minMember {
+		return // the members stay waiting in PreEnqueue: no use waking them
+	}
+	p.mu.Lock()
+	p.whole[g.key] = true
+	p.mu.Unlock()
+	p.activateSiblings(pod)
 }
 
 // activateSiblings moves the gang's other pending members back to the
@@ -170,6 +187,7 @@ func (p *Plugin) onPodDelete(obj any) {
 	defer p.mu.Unlock()
 	delete(p.failed, key)
 	delete(p.shortSaid, key)
+	delete(p.whole, key)
 	for k := range p.satisfied {
 		if strings.HasPrefix(k, key+"/") {
 			delete(p.satisfied, k)
@@ -576,7 +594,16 @@ func (p *Plugin) siblingAdded(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fw
 		return fwk.Queue, nil
 	}
 	name := extension.GangName(pod.Labels, pod.Annotations)
-	if name != "" && added.Namespace == pod.Namespace && extension.GangName(added.Labels, added.Annotations) == name {
+	if name == "" || added.Namespace != pod.Namespace || extension.GangName(added.Labels, added.Annotations) != name {
+		return fwk.QueueSkip, nil
+	}
+	// A sibling of a gang still short leaves the members waiting; the one
+	// that makes it whole lets them in (onPodAdd activates them too, for
+	// when this hint runs first).
+	p.mu.Lock()
+	whole := p.whole[pod.Namespace+"/"+name]
+	p.mu.Unlock()
+	if whole {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil

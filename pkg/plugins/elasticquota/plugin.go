@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -67,6 +68,21 @@ type Plugin struct {
 	// capacity is what the nodes have to allocate, per node and in all.
 	capacity map[string]quota.Vec
 	total    quota.Vec
+	// computed are the runtimes last worked out, with what they were
+	// worked out from. They hold until the tree or the nodes change, and
+	// for a pod that fits them, while the ledger's version is unchanged
+	// (a pod being placed does not move it) or for staleAdmit; a pod they
+	// would refuse is checked against runtimes worked out anew. Computing
+	// them in every cycle was a quarter of the cycle in test/perf's quota
+	// mix, whose pods arrive while others are scheduled.
+	computed struct {
+		tree          *quota.Tree
+		totalVersion  uint64
+		ledgerVersion uint64
+		at            time.Time
+		shares        *quota.Shares
+	}
+	totalVersion uint64
 	// refused are the pods PreFilter turned away, woken (activated) when
 	// a quota may have room again: this plugin's informers run apart from
 	// the queue's, so the queue's own retry on the same event may come
@@ -76,6 +92,10 @@ type Plugin struct {
 	// count as leaving at once, so that the next preemptor's choice does
 	// not take their quota below its min as well.
 	preempted map[types.UID]bool
+	// held are, per quota, the Available reservations charged to it, for
+	// an owner's credit (listing every reservation per pod cost more than
+	// half the scheduling cycle with 850 reservations in test/perf).
+	held map[string]map[types.UID]*schedulingv1alpha1.Reservation
 	// dryRuns are, per preemptor and node, the victims SelectVictimsOnNode
 	// chose, until PostFilter learns which node won.
 	dryRuns map[types.UID]map[string][]*corev1.Pod
@@ -107,7 +127,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, ext *frameworkex
 	logger := klog.FromContext(ctx).WithName(Name)
 	frameworkext.ReportArgsNotActedOn(logger, Name, args.NotActedOn())
 	p := &Plugin{h: h, args: *args, pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), logger: logger,
-		ledger: quota.NewLedger(), tree: quota.NewTree(nil), assumed: map[types.UID]bool{}, refused: map[types.UID]*corev1.Pod{}, preempted: map[types.UID]bool{}, dryRuns: map[types.UID]map[string][]*corev1.Pod{}, capacity: map[string]quota.Vec{}, total: quota.Vec{}}
+		ledger: quota.NewLedger(), tree: quota.NewTree(nil), assumed: map[types.UID]bool{}, refused: map[types.UID]*corev1.Pod{}, preempted: map[types.UID]bool{}, dryRuns: map[types.UID]map[string][]*corev1.Pod{}, held: map[string]map[types.UID]*schedulingv1alpha1.Reservation{}, capacity: map[string]quota.Vec{}, total: quota.Vec{}}
 
 	// Preemption is kube-scheduler's evaluator and executor (candidates,
 	// nomination, deleting victims, asynchronously where its gate says)
@@ -221,9 +241,21 @@ func (p *Plugin) onReservation(obj any) {
 	if !ok {
 		return
 	}
-	p.mu.RLock()
+	p.mu.Lock()
 	e, holds := p.tree.ReservationEntry(r)
-	p.mu.RUnlock()
+	for name, rs := range p.held {
+		delete(rs, r.UID)
+		if len(rs) == 0 {
+			delete(p.held, name)
+		}
+	}
+	if holds && e.Quota != "" {
+		if p.held[e.Quota] == nil {
+			p.held[e.Quota] = map[types.UID]*schedulingv1alpha1.Reservation{}
+		}
+		p.held[e.Quota][r.UID] = r
+	}
+	p.mu.Unlock()
 	if !holds {
 		p.forget(r.UID)
 		return
@@ -236,6 +268,14 @@ func (p *Plugin) onReservationDelete(obj any) {
 		obj = d.Obj
 	}
 	if r, ok := obj.(*schedulingv1alpha1.Reservation); ok {
+		p.mu.Lock()
+		for name, rs := range p.held {
+			delete(rs, r.UID)
+			if len(rs) == 0 {
+				delete(p.held, name)
+			}
+		}
+		p.mu.Unlock()
 		p.forget(r.UID)
 	}
 }
@@ -243,13 +283,15 @@ func (p *Plugin) onReservationDelete(obj any) {
 // credit is what an Available reservation of the pod's quota already
 // holds for it: an owner placed into it takes nothing more from the quota.
 func (p *Plugin) credit(quotaName string, pod *corev1.Pod, req quota.Vec) quota.Vec {
-	if p.reservations == nil || reservationutil.PlaceholderOf(pod) != "" {
+	if reservationutil.PlaceholderOf(pod) != "" {
 		return nil
 	}
-	rs, err := p.reservations.List(labels.Everything())
-	if err != nil {
-		return nil
+	p.mu.RLock()
+	rs := make([]*schedulingv1alpha1.Reservation, 0, len(p.held[quotaName]))
+	for _, r := range p.held[quotaName] {
+		rs = append(rs, r)
 	}
+	p.mu.RUnlock()
 	for _, r := range rs {
 		e, ok := p.ledger.Get(r.UID)
 		if !ok || e.Quota != quotaName || !reservationutil.IsOwner(r, pod) {
@@ -283,17 +325,24 @@ func (p *Plugin) wake() {
 	p.h.Activate(p.logger, pods)
 }
 
+// onPod charges a pod as the informer shows it.
 func (p *Plugin) onPod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
+	if pod, ok := obj.(*corev1.Pod); ok {
+		p.charge(pod, true)
 	}
+}
+
+// charge records a pod's part. seen says the object is the informer's:
+// its nodeName then means bound, and the assumption is over. (The object
+// Reserve is given carries the chosen node already, and the informer may
+// still deliver an older copy without it.)
+func (p *Plugin) charge(pod *corev1.Pod, seen bool) {
 	if !quota.Counts(pod) {
 		p.forget(pod.UID)
 		return
 	}
 	p.mu.Lock()
-	if pod.Spec.NodeName != "" {
+	if seen && pod.Spec.NodeName != "" {
 		delete(p.assumed, pod.UID)
 	}
 	placed := pod.Spec.NodeName != "" || p.assumed[pod.UID]
@@ -357,6 +406,7 @@ func (p *Plugin) setCapacity(node string, v quota.Vec) {
 		p.capacity[node] = v
 		p.total.Add(v)
 	}
+	p.totalVersion++
 	if len(p.refused) > 0 {
 		go p.wake()
 	}
@@ -370,23 +420,43 @@ type cycle struct {
 	// back what other quotas borrowed.
 	reclaiming bool
 	tree       *quota.Tree
-	used       map[string]quota.Vec
+	// used is every quota's, read when PostFilter runs (nil until then).
+	used map[string]quota.Vec
 }
 
 func (c *cycle) Clone() fwk.StateData { return c }
 
 const stateKey fwk.StateKey = Name
 
-// shares computes the tree's figures now.
-func (p *Plugin) shares() (*quota.Tree, *quota.Shares, map[string]quota.Vec) {
-	used, request, outside := p.ledger.Totals()
+// staleAdmit is how old runtimes may be to admit a pod while pods come
+// and go: a borrower admitted on runtimes that much out of date is given
+// back by preemption when the lender's pods ask (Koordinator refreshes
+// its runtimes on a loop, not per pod, too).
+const staleAdmit = 50 * time.Millisecond
+
+// shares are the tree's runtimes: the last computed when they still hold
+// (exact: nothing they depend on changed; or, unless exact, younger than
+// staleAdmit), else worked out anew; recomputed says which.
+func (p *Plugin) shares(exact bool) (tree *quota.Tree, shares *quota.Shares, recomputed bool) {
+	version := p.ledger.Version()
 	p.mu.RLock()
-	tree, total := p.tree, p.total.Clone()
+	tree, c := p.tree, p.computed
+	fresh := c.shares != nil && c.tree == tree && c.totalVersion == p.totalVersion &&
+		(c.ledgerVersion == version || (!exact && time.Since(c.at) < staleAdmit))
+	total, totalVersion := p.total.Clone(), p.totalVersion
 	p.mu.RUnlock()
+	if fresh {
+		return tree, c.shares, c.ledgerVersion == version
+	}
+	used, request, outside := p.ledger.Totals()
 	// The quotas share what the nodes have less what pods outside any
 	// quota hold.
 	total.Sub(outside)
-	return tree, tree.Compute(used, request, total), used
+	shares = tree.Compute(used, request, total)
+	p.mu.Lock()
+	p.computed.tree, p.computed.totalVersion, p.computed.ledgerVersion, p.computed.at, p.computed.shares = tree, totalVersion, version, time.Now(), shares
+	p.mu.Unlock()
+	return tree, shares, true
 }
 
 // PreFilter refuses a pod its quota cannot take now, naming the quota and
@@ -408,22 +478,36 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if _, ok := p.ledger.Get(pod.UID); !ok {
 		p.onPod(pod)
 	}
-	tree, shares, used := p.shares()
-	c := &cycle{quota: name, requests: quota.PodRequests(pod), tree: tree, used: used}
+	tree, shares, exact := p.shares(false)
+	c := &cycle{quota: name, requests: quota.PodRequests(pod), tree: tree}
 	cs.Write(stateKey, c)
 	if name == "" {
 		return nil, nil
 	}
 	q := tree.Get(name)
-	c.reclaiming = within(used[name], c.requests, q.Min)
+	used := p.ledger.UsedBy(name)
+	c.reclaiming = within(used, c.requests, q.Min)
 	// What a reservation of the quota holds for this owner is charged
 	// already: only the rest of its request is new.
 	asked := c.requests.Clone()
 	asked.Sub(p.credit(name, pod, c.requests))
-	msg := p.check(q, shares, asked)
+	msg := p.check(q, shares.Runtime[name], used, asked)
+	if msg != "" && !exact {
+		// Refused on runtimes that may be out of date: decide on current ones.
+		_, shares, _ = p.shares(true)
+		msg = p.check(q, shares.Runtime[name], used, asked)
+	}
 	if msg == "" && p.args.EnableCheckParentQuota {
+		// A parent's used is its children's: worked out whole (the option
+		// is off by default, and the runtimes bound a child anyway).
+		all, request, outside := p.ledger.Totals()
+		p.mu.RLock()
+		total := p.total.Clone()
+		p.mu.RUnlock()
+		total.Sub(outside)
+		parents := tree.Compute(all, request, total)
 		for _, a := range tree.Ancestors(name) {
-			if m := p.check(a, shares, asked); m != "" {
+			if m := p.check(a, parents.Runtime[a.Name], parents.Used[a.Name], asked); m != "" {
 				msg = fmt.Sprintf("parent of quota %s: %s", name, m)
 				break
 			}
@@ -459,8 +543,7 @@ func within(used, requests, min quota.Vec) bool {
 // check is "" when the quota takes the pod, else why not: every resource
 // the quota's max names is checked against its runtime (or, with
 // enableRuntimeQuota off, its max).
-func (p *Plugin) check(q *quota.Quota, s *quota.Shares, req quota.Vec) string {
-	used := s.Used[q.Name]
+func (p *Plugin) check(q *quota.Quota, runtime, used, req quota.Vec) string {
 	names := make([]string, 0, len(q.Max))
 	for r := range q.Max {
 		names = append(names, string(r))
@@ -472,7 +555,7 @@ func (p *Plugin) check(q *quota.Quota, s *quota.Shares, req quota.Vec) string {
 		if req[r] == 0 {
 			continue
 		}
-		limit, what := s.Runtime[q.Name][r], "runtime"
+		limit, what := runtime[r], "runtime"
 		if !p.args.EnableRuntimeQuota {
 			limit, what = q.Max[r], "max"
 		}
@@ -496,7 +579,7 @@ func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _
 	p.mu.Lock()
 	p.assumed[pod.UID] = true
 	p.mu.Unlock()
-	p.onPod(pod)
+	p.charge(pod, false)
 	return nil
 }
 
@@ -520,6 +603,11 @@ func (p *Plugin) PreEnqueue(ctx context.Context, pod *corev1.Pod) *fwk.Status {
 
 // PostFilter preempts, with the victims chosen by quota (see victims).
 func (p *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if d, err := cs.Read(stateKey); err == nil {
+		if c, ok := d.(*cycle); ok {
+			c.used, _, _ = p.ledger.Totals() // read once, before the dry runs
+		}
+	}
 	result, st := p.evaluator.Preempt(ctx, cs, pod, m)
 	p.mu.Lock()
 	runs := p.dryRuns[pod.UID]

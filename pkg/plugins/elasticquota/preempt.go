@@ -40,6 +40,9 @@ func (v *victims) SelectVictimsOnNode(ctx context.Context, cs fwk.CycleState, pr
 	possible []*preemption.DomainVictim, pdbs []*policy.PodDisruptionBudget) ([]*corev1.Pod, int, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	c := v.cycleOf(cs, preemptor)
+	if c.used == nil {
+		c.used, _, _ = v.p.ledger.Totals()
+	}
 	prio := corev1helpers.PodPriority(preemptor)
 
 	// Order: least important first, so that a borrowing quota's budget
