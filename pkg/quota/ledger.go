@@ -138,17 +138,22 @@ func (l *Ledger) Set(uid types.UID, e Entry) {
 	}
 	l.remove(uid)
 	l.pods[uid] = e
+	l.apply(e, 1)
+}
+
+// apply adds (sign 1) or takes away (sign -1) an entry's part.
+func (l *Ledger) apply(e Entry, sign int64) {
 	if e.Quota == "" {
 		if e.Placed {
-			l.outside.Add(e.Requests)
+			l.outside.addScaled(e.Requests, sign)
 		}
 		return
 	}
-	add(l.request, e.Quota, e.Requests)
+	addTo(l.request, e.Quota, e.Requests, sign)
 	if e.Placed {
-		add(l.used, e.Quota, e.Requests)
+		addTo(l.used, e.Quota, e.Requests, sign)
 		if e.Leaving {
-			add(l.leaving, e.Quota, e.Requests)
+			addTo(l.leaving, e.Quota, e.Requests, sign)
 		}
 	}
 }
@@ -166,37 +171,17 @@ func (l *Ledger) Remove(uid types.UID) {
 }
 
 func (l *Ledger) remove(uid types.UID) {
-	e, ok := l.pods[uid]
-	if !ok {
-		return
-	}
-	delete(l.pods, uid)
-	if e.Quota == "" {
-		if e.Placed {
-			l.outside.Sub(e.Requests)
-		}
-		return
-	}
-	sub(l.request, e.Quota, e.Requests)
-	if e.Placed {
-		sub(l.used, e.Quota, e.Requests)
-		if e.Leaving {
-			sub(l.leaving, e.Quota, e.Requests)
-		}
+	if e, ok := l.pods[uid]; ok {
+		delete(l.pods, uid)
+		l.apply(e, -1)
 	}
 }
 
-func add(m map[string]Vec, name string, v Vec) {
+func addTo(m map[string]Vec, name string, v Vec, sign int64) {
 	if m[name] == nil {
 		m[name] = Vec{}
 	}
-	m[name].Add(v)
-}
-
-func sub(m map[string]Vec, name string, v Vec) {
-	if m[name] != nil {
-		m[name].Sub(v)
-	}
+	m[name].addScaled(v, sign)
 }
 
 // Get is a pod's part.

@@ -65,16 +65,14 @@ func format(name corev1.ResourceName) resource.Format {
 }
 
 // Add adds o to v.
-func (v Vec) Add(o Vec) {
-	for name, m := range o {
-		v[name] += m
-	}
-}
+func (v Vec) Add(o Vec) { v.addScaled(o, 1) }
 
 // Sub subtracts o from v.
-func (v Vec) Sub(o Vec) {
+func (v Vec) Sub(o Vec) { v.addScaled(o, -1) }
+
+func (v Vec) addScaled(o Vec, k int64) {
 	for name, m := range o {
-		v[name] -= m
+		v[name] += k * m
 	}
 }
 
