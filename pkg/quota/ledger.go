@@ -234,13 +234,6 @@ func (l *Ledger) Leaving() map[string]Vec {
 	return out
 }
 
-// Len is how many pods the ledger holds.
-func (l *Ledger) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.pods)
-}
-
 // Counts says whether a pod holds or asks anything: pods that finished do
 // not.
 func Counts(pod *corev1.Pod) bool {

@@ -226,6 +226,9 @@ func NewTree(list []*Quota) *Tree {
 // Get is a quota by name (nil if none).
 func (t *Tree) Get(name string) *Quota { return t.quotas[name] }
 
+// Empty says whether the tree has no quota at all.
+func (t *Tree) Empty() bool { return len(t.quotas) == 0 }
+
 // Quotas are all the quotas, usable or not.
 func (t *Tree) Quotas() []*Quota {
 	out := make([]*Quota, 0, len(t.quotas))

@@ -486,7 +486,7 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	if len(tree.Quotas()) == 0 {
+	if tree.Empty() { // no copy of the quotas per cycle
 		return nil, nil
 	}
 	// The queue may hand the pod over before this plugin's informer
