@@ -35,11 +35,11 @@ test: unit race fuzz chart-test integration e2e
 
 ## unit: fast tests with no control plane (test/perf's tests are its sizing; its benchmark runs in make bench)
 unit:
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/) ./test/perf
+	./hack/gotest.sh -count=1 $$($(GO) list ./... | grep -v /test/) ./test/perf
 
 ## race: the scheduler plugins, koordlet and koord-manager under the race detector (events, cycles and loops run concurrently)
 race:
-	CGO_ENABLED=1 $(GO) test -race -count=1 ./pkg/plugins/... ./pkg/scheduler/... ./pkg/koordlet/... ./pkg/slo/... ./pkg/descheduler/...
+	CGO_ENABLED=1 ./hack/gotest.sh -race -count=1 ./pkg/plugins/... ./pkg/scheduler/... ./pkg/koordlet/... ./pkg/slo/... ./pkg/descheduler/...
 
 ## fuzz: run each fuzz target for $(FUZZTIME)
 fuzz:
@@ -47,7 +47,7 @@ fuzz:
 
 ## integration: tests against an in-process etcd + kube-apiserver, and bin/koord-scheduler; test/security attacks the trust boundaries there; test/compat applies Koordinator's published examples
 integration: build
-	KOORD_SCHEDULER_BIN=$(BIN)/koord-scheduler KOORDLET_BIN=$(BIN)/koordlet KOORD_MANAGER_BIN=$(BIN)/koord-manager KOORD_DESCHEDULER_BIN=$(BIN)/koord-descheduler $(GO) test -count=1 -timeout 30m ./test/integration/... ./test/security/... ./test/compat/...
+	KOORD_SCHEDULER_BIN=$(BIN)/koord-scheduler KOORDLET_BIN=$(BIN)/koordlet KOORD_MANAGER_BIN=$(BIN)/koord-manager KOORD_DESCHEDULER_BIN=$(BIN)/koord-descheduler ./hack/gotest.sh -count=1 -timeout 30m ./test/integration/... ./test/security/... ./test/compat/...
 
 HELM := $(CURDIR)/_output/bin/helm
 
