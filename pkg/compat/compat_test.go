@@ -57,7 +57,7 @@ func TestFieldsExist(t *testing.T) {
 	annotations := map[string]reflect.Type{extension.AnnotationResourceSpec: reflect.TypeFor[extension.ResourceSpec](),
 		extension.AnnotationNUMATopologySpec: reflect.TypeFor[extension.NUMATopologySpec]()}
 	for _, f := range compat.Fields {
-		if f.Object == compat.NodeAnnotation || f.Object == compat.SchedulerPlugin {
+		if f.Object == compat.NodeAnnotation || f.Object == compat.PodLabel || f.Object == compat.SchedulerPlugin {
 			continue // names, not schema paths
 		}
 		if f.Object == compat.PodAnnotation {

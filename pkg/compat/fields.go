@@ -34,6 +34,8 @@ const (
 	// NodeAnnotation entries name an annotation (or object) Koordinator's
 	// components write on or for a node.
 	NodeAnnotation = "Node annotation"
+	// PodLabel entries name a label Koordinator reads on pods.
+	PodLabel = "Pod label"
 	// SchedulerPlugin entries name a Koordinator scheduler plugin.
 	SchedulerPlugin = "Scheduler plugin"
 	// Plugin args of koord-scheduler's profiles.
@@ -108,6 +110,8 @@ var Fields = []Field{
 		"single- and multi-NUMA pods may share a NUMA node"},
 	{PodAnnotation, "scheduling.koordinator.sh/resource-spec.preferredCPUBindPolicy", "FullPCPUs", Differs,
 		"never falls back to half cores: a pod that cannot have whole cores stays pending"},
+	{PodLabel, "quota.scheduling.koordinator.sh/preemptible", "false", Differs,
+		"the pod must fit in its quota's min for every resource the quota's max names (a resource the min does not name has a min of 0), not only those the min names; once the pod is placed the label cannot change (admission policy koord-quota-labels)"},
 
 	// Node annotations and labels Koordinator's own components write.
 	{NodeAnnotation, "node.koordinator.sh/resource-amplification-ratio", "", NotActedOn,

@@ -95,6 +95,9 @@ type Ledger struct {
 	used    map[string]Vec
 	request map[string]Vec
 	leaving map[string]Vec
+	// pinned is, per quota, what its placed non-preemptible pods hold:
+	// no preemption can take it back, so it may not pass the quota's min.
+	pinned  map[string]Vec
 	outside Vec
 	// version counts the changes to what the quotas share: any quota's
 	// request, or what pods outside the tree hold. Runtimes depend on
@@ -110,6 +113,8 @@ type Entry struct {
 	// Leaving: the pod is being deleted (preempted, evicted) but still
 	// holds what it holds until it is gone.
 	Leaving bool
+	// NonPreemptible: the pod is labelled preemptible=false (Preemptible).
+	NonPreemptible bool
 }
 
 // shared is what an entry adds to what runtimes depend on: its quota's
@@ -123,7 +128,7 @@ func (e Entry) shared() (string, Vec) {
 
 // NewLedger is an empty ledger.
 func NewLedger() *Ledger {
-	return &Ledger{pods: map[types.UID]Entry{}, used: map[string]Vec{}, request: map[string]Vec{}, leaving: map[string]Vec{}, outside: Vec{}}
+	return &Ledger{pods: map[types.UID]Entry{}, used: map[string]Vec{}, request: map[string]Vec{}, leaving: map[string]Vec{}, pinned: map[string]Vec{}, outside: Vec{}}
 }
 
 // Set records a pod's part, replacing what it had.
@@ -154,6 +159,9 @@ func (l *Ledger) apply(e Entry, sign int64) {
 		addTo(l.used, e.Quota, e.Requests, sign)
 		if e.Leaving {
 			addTo(l.leaving, e.Quota, e.Requests, sign)
+		}
+		if e.NonPreemptible {
+			addTo(l.pinned, e.Quota, e.Requests, sign)
 		}
 	}
 }
@@ -220,6 +228,14 @@ func (l *Ledger) UsedBy(name string) Vec {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.used[name].Clone()
+}
+
+// NonPreemptibleUsedBy is a copy of what one quota's placed
+// non-preemptible pods hold.
+func (l *Ledger) NonPreemptibleUsedBy(name string) Vec {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pinned[name].Clone()
 }
 
 // Leaving is, per quota, what its placed pods that are being deleted

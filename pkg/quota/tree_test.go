@@ -187,6 +187,27 @@ func TestLedger(t *testing.T) {
 	}
 }
 
+// What non-preemptible pods hold is counted once they are placed, and
+// given back when they go or lose the label.
+func TestLedgerNonPreemptible(t *testing.T) {
+	l := NewLedger()
+	l.Set("1", Entry{Quota: "a", Requests: cores(1), NonPreemptible: true}) // pending
+	l.Set("2", Entry{Quota: "a", Requests: cores(2), Placed: true, NonPreemptible: true})
+	l.Set("3", Entry{Quota: "a", Requests: cores(4), Placed: true})
+	if got := l.NonPreemptibleUsedBy("a")[corev1.ResourceCPU]; got != 2000 {
+		t.Fatalf("non-preemptible used %d, want 2000 (the placed one only)", got)
+	}
+	l.Set("1", Entry{Quota: "a", Requests: cores(1), Placed: true, NonPreemptible: true})
+	l.Set("2", Entry{Quota: "a", Requests: cores(2), Placed: true})
+	if got := l.NonPreemptibleUsedBy("a")[corev1.ResourceCPU]; got != 1000 {
+		t.Fatalf("non-preemptible used %d, want 1000", got)
+	}
+	l.Remove("1")
+	if got := l.NonPreemptibleUsedBy("a")[corev1.ResourceCPU]; got != 0 {
+		t.Fatalf("non-preemptible used %d after the pod went", got)
+	}
+}
+
 func TestVecList(t *testing.T) {
 	v := Vec{corev1.ResourceCPU: 1500, corev1.ResourceMemory: 2 << 30 * 1000}
 	l := v.List()

@@ -229,7 +229,8 @@ func TestElasticQuotaBorrowAndGiveBack(t *testing.T) {
 // A three-level tree: org (max 4) > dept (max 3) > team (max 10). team
 // cannot pass dept's max however idle the cluster; a pod that names the
 // parent, a quota of another namespace, or a quota whose annotation does
-// not parse stays pending with a message naming the key.
+// not parse stays pending with a message naming the key; a
+// non-preemptible pod beyond its quota's min waits, naming the min.
 func TestElasticQuotaTree(t *testing.T) {
 	ctx := testContext(t)
 	cp := startQuotaControlPlane(t, ctx, "org", "other")
@@ -260,6 +261,22 @@ func TestElasticQuotaTree(t *testing.T) {
 	waitPendingWith(t, ctx, cp, "other", "stranger", "does not list other")
 	quotaPod(t, ctx, cp, "org", "to-broken", "", map[string]string{extension.LabelQuotaName: "broken"})
 	waitPendingWith(t, ctx, cp, "org", "to-broken", "annotation "+extension.AnnotationSharedWeight)
+
+	// A tenant's preemptible=false label is honoured within the quota's
+	// min only: beyond it the pod would hold borrowed capacity no
+	// preemption could give back. A preemptible pod still borrows.
+	createQuota(t, ctx, cp, "other", "other", "1", "4", nil, nil)
+	pinned := map[string]string{extension.LabelPreemptible: "false"}
+	quotaPod(t, ctx, cp, "other", "pinned-0", "", pinned)
+	if _, err := cp.WaitForPodBound(ctx, "other", "pinned-0", time.Minute); err != nil {
+		t.Fatalf("a non-preemptible pod within its quota's min: %v", err)
+	}
+	quotaPod(t, ctx, cp, "other", "pinned-1", "", pinned)
+	waitPendingWith(t, ctx, cp, "other", "pinned-1", "quota other: a pod labelled "+extension.LabelPreemptible+"=false must fit in the quota's min: cpu: non-preemptible pods hold 1 + 1 asked > min 1")
+	quotaPod(t, ctx, cp, "other", "borrower", "", nil)
+	if _, err := cp.WaitForPodBound(ctx, "other", "borrower", time.Minute); err != nil {
+		t.Fatalf("a preemptible pod beyond its quota's min: %v", err)
+	}
 
 	// Raising dept's max lets the pending team pod in.
 	dept, err := cp.Koord.SchedulingSigsV1alpha1().ElasticQuotas("org").Get(ctx, "dept", metav1.GetOptions{})

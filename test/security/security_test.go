@@ -340,3 +340,44 @@ func TestManagerWritesOnlyBatchResources(t *testing.T) {
 		t.Errorf("n1's cpu is now %s", cpu.String())
 	}
 }
+
+// A tenant whose pod is running cannot relabel it to escape its quota: not
+// quota.scheduling.koordinator.sh/preemptible=false (which would shield a
+// pod that borrowed from the preemption that gives the capacity back), nor
+// another quota name. Before it is placed it may; after, other labels
+// still change.
+func TestTenantCannotRelabelPlacedPodsQuota(t *testing.T) {
+	ctx := testContext(t)
+	c := start(t, ctx)
+	pods := c.tenant.CoreV1().Pods("tenant")
+	label := func(name, key, value string) error {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{key: value}}})
+		_, err := pods.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}
+	pod, err := pods.Create(ctx, tenantPod("batch", nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := label(pod.Name, extension.LabelQuotaName, "team-a"); err != nil {
+		t.Errorf("naming a quota on a pending pod: %v", err)
+	}
+	if err := c.Client.CoreV1().Pods("tenant").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: pod.Name},
+		Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, "shielding a running pod from preemption", label(pod.Name, extension.LabelPreemptible, "false"),
+		"label "+extension.LabelPreemptible+" of a pod already placed on a node cannot be set or changed")
+	refused(t, "moving a running pod to another quota", label(pod.Name, extension.LabelQuotaName, "team-b"),
+		"label "+extension.LabelQuotaName+" of a pod already placed on a node cannot be set or changed")
+	if err := label(pod.Name, "app", "web"); err != nil {
+		t.Errorf("changing another label of a running pod: %v", err)
+	}
+	got, err := c.Client.CoreV1().Pods("tenant").Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels[extension.LabelQuotaName] != "team-a" || got.Labels[extension.LabelPreemptible] != "" {
+		t.Errorf("the pod's quota labels changed: %v", got.Labels)
+	}
+}

@@ -374,7 +374,7 @@ func (p *Plugin) charge(pod *corev1.Pod, seen bool) {
 	}
 	p.mu.Unlock()
 	_, known := p.ledger.Get(pod.UID)
-	p.ledger.Set(pod.UID, quota.Entry{Quota: name, Requests: quota.PodRequests(pod), Placed: placed, Leaving: leaving})
+	p.ledger.Set(pod.UID, quota.Entry{Quota: name, Requests: quota.PodRequests(pod), Placed: placed, Leaving: leaving, NonPreemptible: !quota.Preemptible(pod)})
 	if !known && name != "" {
 		p.wake() // its quota asks more: its runtime may grow
 	}
@@ -508,6 +508,9 @@ func (p *Plugin) PreFilter(_ context.Context, cs fwk.CycleState, pod *corev1.Pod
 	asked := c.requests.Clone()
 	asked.Sub(p.credit(name, pod, c.requests))
 	msg := p.check(q, shares.Runtime[name], used, asked)
+	if msg == "" && !quota.Preemptible(pod) {
+		msg = pinnedCheck(q, p.ledger.NonPreemptibleUsedBy(name), c.requests)
+	}
 	if msg == "" && p.args.EnableCheckParentQuota {
 		// A parent's used is its children's: worked out whole (the option
 		// is off by default, and the runtimes bound a child anyway).
@@ -549,6 +552,38 @@ func within(used, requests, min quota.Vec) bool {
 		}
 	}
 	return true
+}
+
+// pinnedCheck is "" when a non-preemptible pod fits in its quota's min
+// beside the quota's other non-preemptible pods, else why not. Preemption
+// never takes such a pod, so beyond the min it would hold borrowed
+// capacity its lender could never get back: the label is the tenant's to
+// write, the min is the operator's. Every resource the quota limits (its
+// max names) or guarantees (its min names) is checked; a min that does not
+// name a resource the max limits guarantees none of it.
+func pinnedCheck(q *quota.Quota, pinned, req quota.Vec) string {
+	names := make([]string, 0, len(q.Max)+len(q.Min))
+	for r := range q.Max {
+		names = append(names, string(r))
+	}
+	for r := range q.Min {
+		if _, ok := q.Max[r]; !ok {
+			names = append(names, string(r))
+		}
+	}
+	sort.Strings(names)
+	var over []string
+	for _, n := range names {
+		r := corev1.ResourceName(n)
+		if req[r] > 0 && pinned[r]+req[r] > q.Min[r] {
+			over = append(over, fmt.Sprintf("%s: non-preemptible pods hold %s + %s asked > min %s", r,
+				quota.Show(r, pinned[r]), quota.Show(r, req[r]), quota.Show(r, q.Min[r])))
+		}
+	}
+	if len(over) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("quota %s: a pod labelled %s=false must fit in the quota's min: %s", q.Name, extension.LabelPreemptible, strings.Join(over, "; "))
 }
 
 // check is "" when the quota takes the pod, else why not: every resource
