@@ -10,6 +10,7 @@ package quotastatus
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -30,7 +31,17 @@ import (
 // tree is computed whole, since one pod changes its siblings' runtimes.
 type Reconciler struct {
 	Client client.Client
+	// MinInterval is the least time between two computations: with pods
+	// arriving all the time, the one key would otherwise be computed back
+	// to back, each time over every pod of the cluster. Events in between
+	// are folded into the next computation.
+	MinInterval time.Duration
+	last        time.Time
 }
+
+// minInterval is koord-manager's MinInterval: the figures are for people
+// and dashboards (the scheduler computes its own), a second late is fine.
+const minInterval = time.Second
 
 var treeKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "elastic-quota-tree"}}
 
@@ -51,11 +62,16 @@ func Setup(mgr ctrl.Manager) (bool, error) {
 		Watches(&corev1.Pod{}, all).
 		Watches(&corev1.Node{}, all).
 		Watches(&schedulingv1alpha1.Reservation{}, all).
-		Complete(&Reconciler{Client: mgr.GetClient()})
+		Complete(&Reconciler{Client: mgr.GetClient(), MinInterval: minInterval})
 }
 
 // Reconcile computes the tree and writes what changed.
 func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	// One worker runs the one key, so last needs no lock.
+	if wait := r.MinInterval - time.Since(r.last); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	r.last = time.Now()
 	var eqs schedulingsigsv1alpha1.ElasticQuotaList
 	if err := r.Client.List(ctx, &eqs); err != nil {
 		return ctrl.Result{}, err
@@ -64,7 +80,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods); err != nil {
+	// Compute only reads them: no copy of every pod of the cache.
+	if err := r.Client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	var nodes corev1.NodeList
