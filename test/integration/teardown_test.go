@@ -16,6 +16,9 @@ import (
 // TestTeardownLeavesNothing: after Stop, no listener, no state directory and
 // no goroutine of the control plane or the scheduler is left.
 func TestTeardownLeavesNothing(t *testing.T) {
+	// A temporary directory of its own: go test runs other packages'
+	// control planes at the same time, in the shared one.
+	t.Setenv("TMPDIR", t.TempDir())
 	var endpoints []string
 	var dir string
 	// Each run is a subtest, so that the test-scoped contexts the API server
@@ -92,10 +95,9 @@ func runOnce(t *testing.T, name string, endpoints *[]string, dir *string) {
 	})
 }
 
-// tempEntries lists what the control plane may create in the temporary
-// directory (its state directory, with kube-apiserver's certificates and
-// keys); other programs on the machine may write there too, so only these
-// names count.
+// tempEntries lists the test's temporary directory: whatever the control
+// plane or the scheduler wrote there (its state directory, with
+// kube-apiserver's certificates and keys, and anything else).
 func tempEntries(t *testing.T) map[string]bool {
 	entries, err := os.ReadDir(os.TempDir())
 	if err != nil {
@@ -103,11 +105,7 @@ func tempEntries(t *testing.T) map[string]bool {
 	}
 	names := map[string]bool{}
 	for _, e := range entries {
-		for _, prefix := range []string{"koord-controlplane-"} {
-			if strings.HasPrefix(e.Name(), prefix) {
-				names[e.Name()] = true
-			}
-		}
+		names[e.Name()] = true
 	}
 	return names
 }
