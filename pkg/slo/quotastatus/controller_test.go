@@ -30,7 +30,9 @@ func TestReconcileAtMostOncePerInterval(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cpu := func(v string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)} }
+	cpu := func(v string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
+	}
 	pod := func(name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name, UID: types.UID("uid-" + name)},
 			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu("1")}}}}}
