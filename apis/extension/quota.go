@@ -38,6 +38,11 @@ const (
 	// ask, capped by max), as ResourceLists in JSON.
 	AnnotationRuntime = quotaPrefix + "runtime"
 	AnnotationRequest = quotaPrefix + "request"
+	// AnnotationNonPreemptibleUsed and AnnotationNonPreemptibleRequest are
+	// written by Koord too: what the quota's pods labelled
+	// preemptible=false hold and ask (a parent's: its subtree's).
+	AnnotationNonPreemptibleUsed    = quotaPrefix + "non-preemptible-used"
+	AnnotationNonPreemptibleRequest = quotaPrefix + "non-preemptible-request"
 
 	// RootQuotaName is the tree's root: a quota whose parent is it (or no
 	// parent) is at the top.

@@ -1,7 +1,7 @@
 // Package quotastatus writes each ElasticQuota's figures where Koordinator
 // writes them: status.used, and the annotations
-// quota.scheduling.koordinator.sh/runtime and /request (ResourceLists in
-// JSON). They are computed by package quota, as koord-scheduler's
+// quota.scheduling.koordinator.sh/runtime, /request, /non-preemptible-used
+// and /non-preemptible-request (ResourceLists in JSON). They are computed by package quota, as koord-scheduler's
 // ElasticQuota plugin computes them, from the API's pods and nodes. The
 // controller is leader-elected in koord-manager, so that one writer keeps
 // them.
@@ -10,6 +10,7 @@ package quotastatus
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,31 +93,56 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	if err := r.Client.List(ctx, &reservations); err != nil {
 		return ctrl.Result{}, err
 	}
-	shares := Compute(eqs.Items, pods.Items, nodes.Items, reservations.Items)
+	figures := Compute(eqs.Items, pods.Items, nodes.Items, reservations.Items)
 	for i := range eqs.Items {
-		if err := r.write(ctx, &eqs.Items[i], shares); err != nil {
+		if err := r.write(ctx, &eqs.Items[i], figures); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	return ctrl.Result{}, nil
 }
 
+// Figures are what is written for each quota.
+type Figures struct {
+	*quota.Shares
+	// NonPreemptibleUsed and NonPreemptibleRequest are what pods labelled
+	// preemptible=false hold (placed) and ask (placed or pending), per
+	// quota; a parent's are its subtree's.
+	NonPreemptibleUsed, NonPreemptibleRequest map[string]quota.Vec
+}
+
 // Compute is the tree's figures for these quotas, pods, nodes and
 // reservations.
-func Compute(eqs []schedulingsigsv1alpha1.ElasticQuota, pods []corev1.Pod, nodes []corev1.Node, reservations []schedulingv1alpha1.Reservation) *quota.Shares {
+func Compute(eqs []schedulingsigsv1alpha1.ElasticQuota, pods []corev1.Pod, nodes []corev1.Node, reservations []schedulingv1alpha1.Reservation) *Figures {
 	list := make([]*quota.Quota, 0, len(eqs))
 	for i := range eqs {
 		list = append(list, quota.QuotaOf(&eqs[i]))
 	}
 	tree := quota.NewTree(list)
 	ledger := quota.NewLedger()
+	f := &Figures{NonPreemptibleUsed: map[string]quota.Vec{}, NonPreemptibleRequest: map[string]quota.Vec{}}
+	add := func(m map[string]quota.Vec, name string, v quota.Vec) {
+		for _, q := range append([]*quota.Quota{tree.Get(name)}, tree.Ancestors(name)...) {
+			if m[q.Name] == nil {
+				m[q.Name] = quota.Vec{}
+			}
+			m[q.Name].Add(v)
+		}
+	}
 	for i := range pods {
 		p := &pods[i]
 		if !quota.Counts(p) {
 			continue
 		}
 		name, _ := tree.Resolve(p)
-		ledger.Set(p.UID, quota.Entry{Quota: name, Requests: quota.PodRequests(p), Placed: p.Spec.NodeName != ""})
+		e := quota.Entry{Quota: name, Requests: quota.PodRequests(p), Placed: p.Spec.NodeName != ""}
+		ledger.Set(p.UID, e)
+		if name != "" && !quota.Preemptible(p) {
+			add(f.NonPreemptibleRequest, name, e.Requests)
+			if e.Placed {
+				add(f.NonPreemptibleUsed, name, e.Requests)
+			}
+		}
 	}
 	for i := range reservations {
 		if e, ok := tree.ReservationEntry(&reservations[i]); ok {
@@ -129,36 +155,44 @@ func Compute(eqs []schedulingsigsv1alpha1.ElasticQuota, pods []corev1.Pod, nodes
 	}
 	used, request, outside := ledger.Totals()
 	total.Sub(outside)
-	return tree.Compute(used, request, total)
+	f.Shares = tree.Compute(used, request, total)
+	return f
 }
 
 // write updates one quota's annotations and status when they changed. A
 // quota the tree could not use gets none (its figures would mean nothing).
-func (r *Reconciler) write(ctx context.Context, eq *schedulingsigsv1alpha1.ElasticQuota, s *quota.Shares) error {
-	runtime, ok := s.Runtime[eq.Name]
+func (r *Reconciler) write(ctx context.Context, eq *schedulingsigsv1alpha1.ElasticQuota, f *Figures) error {
+	runtime, ok := f.Runtime[eq.Name]
 	if !ok {
 		return nil
 	}
-	wantRuntime, err := json.Marshal(runtime.List())
-	if err != nil {
-		return err
+	want := map[string]quota.Vec{
+		extension.AnnotationRuntime:               runtime,
+		extension.AnnotationRequest:               f.Request[eq.Name],
+		extension.AnnotationNonPreemptibleUsed:    f.NonPreemptibleUsed[eq.Name],
+		extension.AnnotationNonPreemptibleRequest: f.NonPreemptibleRequest[eq.Name],
 	}
-	wantRequest, err := json.Marshal(s.Request[eq.Name].List())
-	if err != nil {
-		return err
+	changed := map[string]string{}
+	for key, v := range want {
+		text, err := json.Marshal(v.List())
+		if err != nil {
+			return err
+		}
+		if eq.Annotations[key] != string(text) {
+			changed[key] = string(text)
+		}
 	}
-	if eq.Annotations[extension.AnnotationRuntime] != string(wantRuntime) || eq.Annotations[extension.AnnotationRequest] != string(wantRequest) {
+	if len(changed) > 0 {
 		patch := client.MergeFrom(eq.DeepCopy())
 		if eq.Annotations == nil {
 			eq.Annotations = map[string]string{}
 		}
-		eq.Annotations[extension.AnnotationRuntime] = string(wantRuntime)
-		eq.Annotations[extension.AnnotationRequest] = string(wantRequest)
+		maps.Copy(eq.Annotations, changed)
 		if err := r.Client.Patch(ctx, eq, patch); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 	}
-	used := s.Used[eq.Name].List()
+	used := f.Used[eq.Name].List()
 	if (len(used) == 0 && len(eq.Status.Used) == 0) || apiequality.Semantic.DeepEqual(used, eq.Status.Used) {
 		return nil
 	}

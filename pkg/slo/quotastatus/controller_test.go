@@ -57,7 +57,9 @@ func TestReconcileAtMostOncePerInterval(t *testing.T) {
 	if got := used(); got != `1 {"cpu":"1"}` {
 		t.Fatalf("after the first reconcile: %s", got)
 	}
-	if err := c.Create(ctx, pod("p2")); err != nil {
+	p2 := pod("p2")
+	p2.Labels = map[string]string{extension.LabelPreemptible: "false"}
+	if err := c.Create(ctx, p2); err != nil {
 		t.Fatal(err)
 	}
 	res, err := r.Reconcile(ctx, ctrl.Request{})
@@ -73,5 +75,39 @@ func TestReconcileAtMostOncePerInterval(t *testing.T) {
 	}
 	if got := used(); got != `2 {"cpu":"2"}` {
 		t.Fatalf("after the interval: %s, want the second pod counted", got)
+	}
+	var got schedulingsigsv1alpha1.ElasticQuota
+	if err := c.Get(ctx, client.ObjectKeyFromObject(eq), &got); err != nil {
+		t.Fatal(err)
+	}
+	if np := got.Annotations[extension.AnnotationNonPreemptibleUsed]; np != `{"cpu":"1"}` {
+		t.Errorf("non-preemptible-used %s, want the second pod's 1 CPU", np)
+	}
+}
+
+// A parent's non-preemptible figures are its subtree's; pending pods ask
+// but do not hold; preemptible pods count in neither.
+func TestComputeNonPreemptible(t *testing.T) {
+	cpu := func(v string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
+	}
+	eqs := []schedulingsigsv1alpha1.ElasticQuota{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "org", Name: "org", Labels: map[string]string{extension.LabelQuotaIsParent: "true"}},
+			Spec: schedulingsigsv1alpha1.ElasticQuotaSpec{Min: cpu("4"), Max: cpu("8")}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "org", Name: "team", Labels: map[string]string{extension.LabelQuotaParent: "org"}},
+			Spec: schedulingsigsv1alpha1.ElasticQuotaSpec{Min: cpu("4"), Max: cpu("8")}},
+	}
+	pod := func(name, node string, preemptible string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "org", Name: name, UID: types.UID(name),
+			Labels: map[string]string{extension.LabelQuotaName: "team", extension.LabelPreemptible: preemptible}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu("1")}}}}}
+	}
+	pods := []corev1.Pod{pod("placed", "n1", "false"), pod("pending", "", "false"), pod("ordinary", "n1", "")}
+	nodes := []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: cpu("8")}}}
+	f := Compute(eqs, pods, nodes, nil)
+	for _, name := range []string{"team", "org"} {
+		if used, req := f.NonPreemptibleUsed[name][corev1.ResourceCPU], f.NonPreemptibleRequest[name][corev1.ResourceCPU]; used != 1000 || req != 2000 {
+			t.Errorf("%s: non-preemptible used %d, request %d (milli-CPU), want 1000 and 2000", name, used, req)
+		}
 	}
 }
