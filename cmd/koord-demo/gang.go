@@ -95,8 +95,8 @@ func gangScene(ctx context.Context, cp *controlplane.ControlPlane) error {
 
 // addPoolNode adds an idle node of a pool for batch work: packed by
 // requests, not held to a load threshold (the node's own usage-thresholds,
-// 0: not checked, override the args; LoadAwareScheduling's estimate of a
-// pod preemption would remove does not drop in its dry run), with a fresh
+// 0: not checked, override the args: full by requests, a node's estimated
+// load passes the default 65%), with a fresh
 // NodeMetric as its koordlet would report (LoadAwareScheduling skips nodes
 // without one).
 func addPoolNode(ctx context.Context, cp *controlplane.ControlPlane, name, cpu string, pool map[string]string) error {

@@ -8,9 +8,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/koord-project/koord/apis/extension"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
 	"github.com/koord-project/koord/manifests"
 )
@@ -183,5 +187,47 @@ func TestLoadAwareMostUsedPacks(t *testing.T) {
 	}
 	if counts["busy"] != 10 {
 		t.Errorf("placement %v: MostUsed should pack all 10 onto the busy node", counts)
+	}
+}
+
+// Preemption where the load is: a node whose measured usage keeps a prod
+// pod out (87% of its CPU, threshold 65%) has a priority-0 pod using 3 of
+// its 4 cores. The prod pod fits by requests, so only the load stops it;
+// preemption must see that without that pod the node is at 34%, preempt
+// it, and the prod pod binds once koordlet reports the node cool.
+func TestLoadAwarePreemptsWhereTheLoadIs(t *testing.T) {
+	ctx := testContext(t)
+	cp := startQuotaControlPlane(t, ctx) // PriorityClasses, and deletions finished
+	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "hot", CPU: "4", Memory: "16Gi"}); err != nil {
+		t.Fatal(err)
+	}
+	startScheduler(t, ctx, cp, manifests.SchedulerConfig)
+	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "hog", SchedulerName: "koord-scheduler", CPU: "1", Memory: "256Mi"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.WaitForPodBound(ctx, "default", "hog", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	hogUsage := &slov1alpha1.PodMetricInfo{Namespace: "default", Name: "hog", PodUsage: slov1alpha1.ResourceMap{ResourceList: usage("3", "1Gi")}}
+	if err := cp.ReportNodeMetric(ctx, "hot", usage("3500m", "2Gi"), time.Now(), hogUsage); err != nil {
+		t.Fatal(err)
+	}
+	// The prod pod is turned away by load, not by requests (2 of 4 cores).
+	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "web", SchedulerName: "koord-scheduler", CPU: "1", Memory: "256Mi",
+		PriorityClassName: string(extension.PriorityProd)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := cp.Client.CoreV1().Pods("default").Get(ctx, "hog", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Fatalf("the hog was not preempted; web: %s", pendingMessages(ctx, cp, "default"))
+	}
+	// koordlet's next report: the hog's load is gone.
+	if err := cp.ReportNodeMetric(ctx, "hot", usage("500m", "1Gi"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.WaitForPodBound(ctx, "default", "web", time.Minute); err != nil {
+		t.Fatalf("web: %v; %s", err, pendingMessages(ctx, cp, "default"))
 	}
 }

@@ -346,3 +346,50 @@ func (c *usageCache) estimate(node string) *nodeEstimate {
 	defer c.estMu.RUnlock()
 	return c.estimates[node]
 }
+
+// part is what a pod the cache counts on node adds to the node's figures,
+// by resource and kind, as refresh adds it: what the metric reports for it,
+// and its estimate beyond that while the metric cannot reflect it yet. The
+// report is the pod's latest usage, also where the node's filter figure is
+// an aggregation (a percentile): the closest the metric has. ok is false
+// for a pod the cache does not count there.
+func (c *usageCache) part(node string, uid types.UID) (out [][3]int64, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := c.nodes[node]
+	if c.podNode[uid] != node || n == nil {
+		return nil, false
+	}
+	rec, m := n.pods[uid], n.metric
+	if rec == nil || m == nil || m.Status.NodeMetric == nil || m.Status.UpdateTime == nil {
+		return nil, false
+	}
+	var seen vector
+	seenProd := false
+	for _, pm := range m.Status.PodsMetric {
+		if pm != nil && pm.Namespace == rec.namespace && pm.Name == rec.name {
+			seen, seenProd = c.vectorOf(pm.PodUsage), pm.Priority == extension.PriorityProd
+			break
+		}
+	}
+	horizon := m.Status.UpdateTime.Add(-m.Spec.CollectPolicy.ReportInterval())
+	estimated := seen == nil || rec.since.After(horizon) || rec.forcedUntil.After(c.now())
+	out = make([][3]int64, len(c.resources))
+	for i := range out {
+		var usage, prod int64
+		if seen != nil {
+			usage = seen[i]
+			if seenProd {
+				prod = seen[i]
+			}
+		}
+		if d := rec.estimate[i] - usage; estimated && d > 0 {
+			usage += d
+			if rec.prod {
+				prod += d
+			}
+		}
+		out[i] = [3]int64{usage, usage, prod}
+	}
+	return out, true
+}

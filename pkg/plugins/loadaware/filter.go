@@ -26,9 +26,6 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 	return nil, nil
 }
 
-// PreFilterExtensions is nil: the estimate does not depend on other pods.
-func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
-
 // Filter rejects a node whose estimated usage, with this pod, would exceed a threshold.
 func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s := p.podState(state, pod)
@@ -55,6 +52,7 @@ func (p *Plugin) filter(ctx context.Context, state fwk.CycleState, s *podState, 
 			return nil
 		}
 	}
+	est = s.moved.apply(node.Name, est)
 	if p.expired(s, est) {
 		if p.args.FilterExpiredNodeMetrics && !p.args.EnableScheduleWhenNodeMetricsExpired {
 			if logger := klog.FromContext(ctx); logger.V(5).Enabled() {

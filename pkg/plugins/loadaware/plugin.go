@@ -181,8 +181,16 @@ func (p *Plugin) align(m map[corev1.ResourceName]int64) []int64 {
 	return v
 }
 
-// podState is computed once per scheduling cycle, in PreFilter.
+// podState is computed once per scheduling cycle, in PreFilter. The
+// cycle's part is shared by the state's clones; moved is each clone's own
+// (see preemption.go).
 type podState struct {
+	*podCycle
+	moved *moved
+}
+
+// podCycle is what a cycle works out once for the pod.
+type podCycle struct {
 	estimate  vector
 	prod      bool
 	daemonSet bool
@@ -198,14 +206,16 @@ type podState struct {
 	turnedAway atomic.Bool
 }
 
-func (s *podState) Clone() fwk.StateData { return s }
+func (s *podState) Clone() fwk.StateData {
+	return &podState{podCycle: s.podCycle, moved: s.moved.clone()}
+}
 
 func (p *Plugin) computePodState(pod *corev1.Pod) *podState {
-	s := &podState{
+	s := &podState{podCycle: &podCycle{
 		estimate: estimatePod(pod, p.resources, podFactors(p.args, pod)),
 		prod:     extension.PodPriorityClass(pod.Spec.Priority) == extension.PriorityProd,
 		stale:    p.now().Add(-p.expiration).UnixNano(),
-	}
+	}}
 	for _, ref := range pod.OwnerReferences {
 		if ref.Controller != nil && *ref.Controller && ref.Kind == "DaemonSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String() {
 			s.daemonSet = true
