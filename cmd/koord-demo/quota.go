@@ -20,8 +20,9 @@ import (
 )
 
 // quotaScene: two teams' ElasticQuotas (min 4, max 8 CPUs each) on a pool
-// of 8 CPUs. team-a borrows team-b's idle min; its ninth pod waits, the
-// quota full; team-b's pods ask the min back and team-a's borrowed pods
+// of 8 CPUs. team-a's non-preemptible pods fit in its min, and no more of
+// them; team-a borrows team-b's idle min; its ninth pod waits, the quota
+// full; team-b's pods ask the min back and team-a's borrowed pods
 // are preempted, its mid-priority ones first, though team-b's have the
 // lower priority, and no more than team-b needs.
 func quotaScene(ctx context.Context, cp *controlplane.ControlPlane) error {
@@ -51,8 +52,8 @@ func quotaScene(ctx context.Context, cp *controlplane.ControlPlane) error {
 		return err
 	}
 	defer stop()
-	create := func(ns, name, class string) error {
-		pod, err := controlplane.MakePod(controlplane.PodSpec{Namespace: ns, Name: name, SchedulerName: "koord-scheduler", CPU: "1", Memory: "256Mi", PriorityClassName: class})
+	create := func(ns, name, class string, labels map[string]string) error {
+		pod, err := controlplane.MakePod(controlplane.PodSpec{Namespace: ns, Name: name, SchedulerName: "koord-scheduler", CPU: "1", Memory: "256Mi", PriorityClassName: class, Labels: labels})
 		if err != nil {
 			return err
 		}
@@ -60,29 +61,43 @@ func quotaScene(ctx context.Context, cp *controlplane.ControlPlane) error {
 		_, err = cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		return err
 	}
-	for i := 0; i < 8; i++ {
-		class := string(extension.PriorityProd)
-		if i >= 4 {
-			class = string(extension.PriorityMid)
+	// A tenant may keep its pods from preemption, within its min only.
+	pinned := map[string]string{extension.LabelPreemptible: "false"}
+	for i := 0; i < 4; i++ {
+		if err := create("team-a", fmt.Sprintf("a-%d", i), string(extension.PriorityProd), pinned); err != nil {
+			return err
 		}
-		if err := create("team-a", fmt.Sprintf("a-%d", i), class); err != nil {
+	}
+	if _, err := waitBound(ctx, cp, "team-a", 4); err != nil {
+		return err
+	}
+	if err := create("team-a", "a-pinned", string(extension.PriorityProd), pinned); err != nil {
+		return err
+	}
+	msg, err := waitPending(ctx, cp, "team-a", "a-pinned", "must fit in the quota's min")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  a-0..3 (koord-prod, %s=false) bound; a fifth such pod waits: %s\n", extension.LabelPreemptible, msg)
+	for i := 4; i < 8; i++ {
+		if err := create("team-a", fmt.Sprintf("a-%d", i), string(extension.PriorityMid), nil); err != nil {
 			return err
 		}
 	}
 	if _, err := waitBound(ctx, cp, "team-a", 8); err != nil {
 		return err
 	}
-	fmt.Println("  team-a: 8 pods bound (a-0..3 koord-prod, a-4..7 koord-mid), 4 CPUs beyond its min, borrowed from idle team-b")
-	if err := create("team-a", "a-8", string(extension.PriorityProd)); err != nil {
+	fmt.Println("  team-a: 8 pods bound (a-4..7 koord-mid), 4 CPUs beyond its min, borrowed from idle team-b")
+	if err := create("team-a", "a-8", string(extension.PriorityProd), nil); err != nil {
 		return err
 	}
-	msg, err := waitPending(ctx, cp, "team-a", "a-8", "is full")
+	msg, err = waitPending(ctx, cp, "team-a", "a-8", "is full")
 	if err != nil {
 		return err
 	}
 	fmt.Printf("  a-8 waits: %s\n", msg)
 	for i := 0; i < 4; i++ {
-		if err := create("team-b", fmt.Sprintf("b-%d", i), ""); err != nil {
+		if err := create("team-b", fmt.Sprintf("b-%d", i), "", nil); err != nil {
 			return err
 		}
 	}
