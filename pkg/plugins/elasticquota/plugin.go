@@ -14,7 +14,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -562,19 +562,8 @@ func within(used, requests, min quota.Vec) bool {
 // max names) or guarantees (its min names) is checked; a min that does not
 // name a resource the max limits guarantees none of it.
 func pinnedCheck(q *quota.Quota, pinned, req quota.Vec) string {
-	names := make([]string, 0, len(q.Max)+len(q.Min))
-	for r := range q.Max {
-		names = append(names, string(r))
-	}
-	for r := range q.Min {
-		if _, ok := q.Max[r]; !ok {
-			names = append(names, string(r))
-		}
-	}
-	sort.Strings(names)
 	var over []string
-	for _, n := range names {
-		r := corev1.ResourceName(n)
+	for _, r := range resourceNames(q.Max, q.Min) {
 		if req[r] > 0 && pinned[r]+req[r] > q.Min[r] {
 			over = append(over, fmt.Sprintf("%s: non-preemptible pods hold %s + %s asked > min %s", r,
 				quota.Show(r, pinned[r]), quota.Show(r, req[r]), quota.Show(r, q.Min[r])))
@@ -590,14 +579,8 @@ func pinnedCheck(q *quota.Quota, pinned, req quota.Vec) string {
 // the quota's max names is checked against its runtime (or, with
 // enableRuntimeQuota off, its max).
 func (p *Plugin) check(q *quota.Quota, runtime, used, req quota.Vec) string {
-	names := make([]string, 0, len(q.Max))
-	for r := range q.Max {
-		names = append(names, string(r))
-	}
-	sort.Strings(names)
 	var over []string
-	for _, n := range names {
-		r := corev1.ResourceName(n)
+	for _, r := range resourceNames(q.Max) {
 		if req[r] == 0 {
 			continue
 		}
@@ -614,6 +597,21 @@ func (p *Plugin) check(q *quota.Quota, runtime, used, req quota.Vec) string {
 		return ""
 	}
 	return fmt.Sprintf("quota %s is full: %s", q.Name, strings.Join(over, "; "))
+}
+
+// resourceNames are the resources the vectors name, sorted, so that a
+// refusal names them in the same order each time.
+func resourceNames(vs ...quota.Vec) []corev1.ResourceName {
+	var names []corev1.ResourceName
+	for _, v := range vs {
+		for r := range v {
+			if !slices.Contains(names, r) {
+				names = append(names, r)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // PreFilterExtensions: none (the quota check does not depend on the node).

@@ -275,21 +275,15 @@ func (c *usageCache) refresh(n *nodeState) {
 		}
 	}
 
-	// A pod bound after this point may have started after koordlet sampled.
-	horizon := m.Status.UpdateTime.Add(-m.Spec.CollectPolicy.ReportInterval())
-	now := c.now()
+	horizon, now := reportHorizon(m), c.now()
 	extra := make(vector, len(c.resources))
 	for _, rec := range n.pods {
-		seen, inMetric := reported[types.NamespacedName{Namespace: rec.namespace, Name: rec.name}]
-		if inMetric && !rec.since.After(horizon) && !rec.forcedUntil.After(now) {
+		seen := reported[types.NamespacedName{Namespace: rec.namespace, Name: rec.name}]
+		if !rec.unseen(seen, horizon, now) {
 			continue
 		}
 		for i := range extra {
-			d := rec.estimate[i]
-			if inMetric {
-				d -= seen[i]
-			}
-			if d > 0 {
+			if d := rec.beyond(seen, i); d > 0 {
 				extra[i] += d
 				if rec.prod {
 					prod[i] += d
@@ -372,8 +366,7 @@ func (c *usageCache) part(node string, uid types.UID) (out [][3]int64, ok bool) 
 			break
 		}
 	}
-	horizon := m.Status.UpdateTime.Add(-m.Spec.CollectPolicy.ReportInterval())
-	estimated := seen == nil || rec.since.After(horizon) || rec.forcedUntil.After(c.now())
+	unseen := rec.unseen(seen, reportHorizon(m), c.now())
 	out = make([][3]int64, len(c.resources))
 	for i := range out {
 		var usage, prod int64
@@ -383,7 +376,7 @@ func (c *usageCache) part(node string, uid types.UID) (out [][3]int64, ok bool) 
 				prod = seen[i]
 			}
 		}
-		if d := rec.estimate[i] - usage; estimated && d > 0 {
+		if d := rec.beyond(seen, i); unseen && d > 0 {
 			usage += d
 			if rec.prod {
 				prod += d
@@ -392,4 +385,27 @@ func (c *usageCache) part(node string, uid types.UID) (out [][3]int64, ok bool) 
 		out[i] = [3]int64{usage, usage, prod}
 	}
 	return out, true
+}
+
+// reportHorizon is the binding time after which a pod may have started
+// after koordlet sampled for the metric.
+func reportHorizon(m *slov1alpha1.NodeMetric) time.Time {
+	return m.Status.UpdateTime.Add(-m.Spec.CollectPolicy.ReportInterval())
+}
+
+// unseen says whether the metric may not reflect the pod yet (seen is what
+// it reports for the pod, nil when nothing): not in it, bound after the
+// horizon, or held at its estimate (forcedUntil). Then the pod counts at
+// its estimate where that is more than reported (beyond).
+func (rec *podRecord) unseen(seen vector, horizon, now time.Time) bool {
+	return seen == nil || rec.since.After(horizon) || rec.forcedUntil.After(now)
+}
+
+// beyond is how much resource i's estimate passes what the metric reports
+// for the pod (all of it when nothing is reported).
+func (rec *podRecord) beyond(seen vector, i int) int64 {
+	if seen == nil {
+		return rec.estimate[i]
+	}
+	return rec.estimate[i] - seen[i]
 }
