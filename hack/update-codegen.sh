@@ -51,6 +51,15 @@ tool controller-gen crd:crdVersions=v1 \
 	paths=sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1 \
 	output:crd:artifacts:config=manifests/thirdparty
 
+# Every quantity's pattern is bounded (at most 30 digits either side of the
+# point, a two-digit exponent): controller-gen's allows any exponent, and
+# resource.ParseQuantity spends seconds on one like 1e-9999999 in the watch
+# of every component that reads the object. The same bound as
+# extension.QuantityPattern (a test holds them equal).
+unbounded='^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$'
+bounded='^(\+|-)?(([0-9]{1,30}(\.[0-9]{0,30})?)|(\.[0-9]{1,30}))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?[0-9]{1,2}))?$'
+UNBOUNDED="$unbounded" BOUNDED="$bounded" perl -pi -e 's/\Q$ENV{UNBOUNDED}\E/$ENV{BOUNDED}/g' manifests/crds/*.yaml manifests/thirdparty/*.yaml
+
 # The Helm chart installs exactly the shipped manifests: copy them in (a chart
 # cannot read files outside its directory).
 chart=deploy/charts/koord/files

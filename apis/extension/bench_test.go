@@ -79,3 +79,35 @@ func BenchmarkGetPodQoSClass(b *testing.B) {
 		})
 	}
 }
+
+// hostileNUMAInfo is the ConfigMap a compromised koordlet could write before
+// the lists were capped: 16,000 CPUs, and pools and pins that each name all
+// of them (3,000 of each, about 1 MB).
+func hostileNUMAInfo() *corev1.ConfigMap {
+	info := &NUMAInfo{CPUManagerPolicy: KubeletCPUManagerPolicy{Policy: KubeletCPUManagerPolicyNone}}
+	for id := 0; id < 16000; id++ {
+		info.CPUTopology.Detail = append(info.CPUTopology.Detail, CPUInfo{ID: int32(id), Core: int32(id), Node: 0})
+	}
+	info.NUMANodes = []NUMANodeInfo{{ID: 0, CPUs: "0-15999", MemoryBytes: 1 << 30}}
+	for i := 0; i < 3000; i++ {
+		info.CPUSharedPools = append(info.CPUSharedPools, CPUSharedPool{CPUSet: "0-15999"})
+		info.PodCPUAllocs = append(info.PodCPUAllocs, PodCPUAlloc{Namespace: "x", Name: fmt.Sprint("p", i), UID: fmt.Sprint(i), CPUSet: "0-15999"})
+	}
+	data, err := info.ConfigMapData()
+	if err != nil {
+		panic(err)
+	}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: NUMAInfoNamespace, Name: "hostile-numa-info"}, Data: data}
+}
+
+// BenchmarkParseNUMAInfoHostile: refused after the first overlapping entry
+// (35 s a parse before the lists were capped, docs/benchmarks.md).
+func BenchmarkParseNUMAInfoHostile(b *testing.B) {
+	cm := hostileNUMAInfo()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseNUMAInfo(cm); err == nil {
+			b.Fatal("the hostile ConfigMap was accepted")
+		}
+	}
+}

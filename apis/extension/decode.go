@@ -3,6 +3,8 @@ package extension
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
 )
 
 // KeyError is the error of every parser here: it names where the bad value
@@ -28,8 +30,20 @@ func labelError(key string, err error) error {
 
 // decodeJSON decodes one JSON value. Unknown fields are accepted so that
 // objects written by newer Koordinator releases keep working; wrong types,
-// trailing garbage and invalid JSON are errors.
+// trailing garbage and invalid JSON are errors. Quantities are bounded
+// (CheckQuantities) before they are parsed: anyone who may write the
+// annotation could otherwise make each reader spend seconds on one.
 func decodeJSON(value string, into any) error {
+	if t := reflect.TypeOf(into); quantityShape(t).has {
+		var doc any
+		d := json.NewDecoder(strings.NewReader(value))
+		d.UseNumber()
+		if d.Decode(&doc) == nil {
+			if err := CheckQuantities(doc, t); err != nil {
+				return err
+			}
+		}
+	}
 	if err := json.Unmarshal([]byte(value), into); err != nil {
 		return fmt.Errorf("invalid JSON %q: %w", truncate(value), err)
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -200,6 +202,9 @@ func (n *NUMAInfo) validate() (string, error) {
 		if c.ID < 0 || c.Core < 0 || c.Socket < 0 || c.Node < 0 {
 			return NUMAInfoKeyCPUTopology, fmt.Errorf("cpu %d: id, core, socket and node must not be negative", c.ID)
 		}
+		if c.ID > MaxCPUID || c.Core > MaxCPUID || c.Socket > MaxCPUID || c.Node > MaxCPUID {
+			return NUMAInfoKeyCPUTopology, fmt.Errorf("cpu %d: id, core, socket and node must be at most %d", c.ID, MaxCPUID)
+		}
 		if seen[c.ID] {
 			return NUMAInfoKeyCPUTopology, fmt.Errorf("cpu %d listed twice", c.ID)
 		}
@@ -221,6 +226,11 @@ func (n *NUMAInfo) validate() (string, error) {
 			return NUMAInfoKeyNUMANodes, fmt.Errorf("node %d listed twice", node.ID)
 		}
 		nodeSeen[node.ID] = true
+		if _, ok := byNode[node.ID]; !ok {
+			// Without this, a list of CPU-less nodes could grow as long as
+			// the ConfigMap allows.
+			return NUMAInfoKeyNUMANodes, fmt.Errorf("node %d has no CPUs in cpu-topology", node.ID)
+		}
 		if node.MemoryBytes < 0 {
 			return NUMAInfoKeyNUMANodes, fmt.Errorf("node %d: memoryBytes %d is negative", node.ID, node.MemoryBytes)
 		}
@@ -252,21 +262,59 @@ func (n *NUMAInfo) validate() (string, error) {
 	if err != nil {
 		return NUMAInfoKeyCPUManagerPolicy, fmt.Errorf("reservedCPUs: %w", err)
 	}
-	pinned := cpuset.New()
+	// Kubelet pins each CPU for one pod at most, and the shared pools
+	// partition what is left: entries are disjoint, so there can be no more
+	// of them than CPUs, and the sets parsed add up to at most the node's
+	// CPUs. The first entry that breaks this ends the parse, so a hostile
+	// ConfigMap costs one oversized set, not thousands.
+	if len(n.PodCPUAllocs) > len(ids) {
+		return NUMAInfoKeyPodCPUAllocs, fmt.Errorf("%d entries, more than the node's %d CPUs", len(n.PodCPUAllocs), len(ids))
+	}
+	pinnedBy := map[int]string{}
+	uids := make(map[string]bool, len(n.PodCPUAllocs))
 	for _, a := range n.PodCPUAllocs {
+		who := fmt.Sprintf("pod %s/%s", a.Namespace, a.Name)
+		if a.UID != "" && uids[a.UID] {
+			return NUMAInfoKeyPodCPUAllocs, fmt.Errorf("%s: uid %s listed twice", who, a.UID)
+		}
+		uids[a.UID] = true
 		cpus, err := parseSubset(all, a.CPUSet)
 		if err != nil {
-			return NUMAInfoKeyPodCPUAllocs, fmt.Errorf("pod %s/%s: %w", a.Namespace, a.Name, err)
+			return NUMAInfoKeyPodCPUAllocs, fmt.Errorf("%s: %w", who, err)
 		}
-		pinned = pinned.Union(cpus)
+		if err := claimDisjoint(pinnedBy, cpus, who); err != nil {
+			return NUMAInfoKeyPodCPUAllocs, err
+		}
 	}
-	for _, p := range n.CPUSharedPools {
-		if _, err := parseSubset(all, p.CPUSet); err != nil {
-			return NUMAInfoKeyCPUSharedPools, fmt.Errorf("pool of node %d: %w", p.Node, err)
+	pinned := cpuset.New(slices.Collect(maps.Keys(pinnedBy))...)
+	if len(n.CPUSharedPools) > len(ids) {
+		return NUMAInfoKeyCPUSharedPools, fmt.Errorf("%d entries, more than the node's %d CPUs", len(n.CPUSharedPools), len(ids))
+	}
+	pooled := map[int]string{}
+	for i, p := range n.CPUSharedPools {
+		who := fmt.Sprintf("pool %d (node %d)", i, p.Node)
+		cpus, err := parseSubset(all, p.CPUSet)
+		if err != nil {
+			return NUMAInfoKeyCPUSharedPools, fmt.Errorf("%s: %w", who, err)
+		}
+		if err := claimDisjoint(pooled, cpus, who); err != nil {
+			return NUMAInfoKeyCPUSharedPools, err
 		}
 	}
 	n.allCPUs, n.reservedCPUs, n.pinnedCPUs = all, reserved, pinned
 	return "", nil
+}
+
+// claimDisjoint records cpus as who's in owners, refusing a CPU another
+// entry has.
+func claimDisjoint(owners map[int]string, cpus cpuset.CPUSet, who string) error {
+	for _, c := range cpus.UnsortedList() {
+		if other, taken := owners[c]; taken {
+			return fmt.Errorf("%s and %s both list CPU %d", other, who, c)
+		}
+		owners[c] = who
+	}
+	return nil
 }
 
 func parseSubset(all cpuset.CPUSet, s string) (cpuset.CPUSet, error) {

@@ -61,3 +61,34 @@ func GetPodQoSClass(pod *corev1.Pod) (QoSClass, error) {
 	}
 	return QoSClassFromKubeQoS(v1qos.GetPodQOS(pod)), nil
 }
+
+// RequestsBatch says whether any of the pod's containers requests or limits
+// kubernetes.io/batch-cpu or kubernetes.io/batch-memory.
+func RequestsBatch(pod *corev1.Pod) bool {
+	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range cs {
+			for _, rl := range []corev1.ResourceList{cs[i].Resources.Requests, cs[i].Resources.Limits} {
+				if _, ok := rl[BatchCPU]; ok {
+					return true
+				}
+				if _, ok := rl[BatchMemory]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// EnforcedQoSClass is the class koordlet enforces on a pod: its class, but
+// BE for any pod that asks for batch resources, whatever its label says.
+// Batch capacity is sold on the promise that BE limits, suppression and
+// eviction keep it from hurting other pods; a pod labelled otherwise (made
+// while the admission rules were off or failing open) is not let off them.
+func EnforcedQoSClass(pod *corev1.Pod) QoSClass {
+	if RequestsBatch(pod) {
+		return QoSBE
+	}
+	q, _ := GetPodQoSClass(pod)
+	return q
+}

@@ -91,7 +91,7 @@ func GetQuotaSpec(labels, annotations map[string]string) (QuotaSpec, error) {
 		if len(v) > maxQuotaValueLen {
 			return s, annotationError(AnnotationSharedWeight, fmt.Errorf("%d bytes, more than %d", len(v), maxQuotaValueLen))
 		}
-		if err := json.Unmarshal([]byte(v), &s.SharedWeight); err != nil {
+		if err := decodeJSON(v, &s.SharedWeight); err != nil {
 			return s, annotationError(AnnotationSharedWeight, fmt.Errorf("want a ResourceList in JSON ({\"cpu\":\"4\"}): %v", err))
 		}
 		for name, q := range s.SharedWeight {

@@ -29,6 +29,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -92,8 +93,23 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if le.LeaderElect != nil {
 		leader = leader && *le.LeaderElect
 	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
+		Scheme: scheme,
+		// Reservations decode one object at a time, quantities bounded
+		// first (package lenient): one that does not decode is skipped
+		// and logged, not a cache that never syncs or stalls.
+		Cache: cache.Options{NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+			if _, ok := obj.(*schedulingv1alpha1.Reservation); ok {
+				lw = lenient.ListWatch(dyn, lenient.Reservations, nil, func(u *unstructured.Unstructured, err error) {
+					ctrl.Log.Error(err, "Ignoring a Reservation that does not decode; fix or delete it", "name", u.GetName())
+				})
+			}
+			return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+		}},
 		LeaderElection:                leader,
 		LeaderElectionID:              leaseName,
 		LeaderElectionNamespace:       leaseNS,
@@ -106,10 +122,6 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -270,13 +270,12 @@ func toStrings(v any) []string {
 func TestTrustBoundaries(t *testing.T) {
 	objs := render(t, "--namespace", "custom")
 	policies := byKind(objs, "ValidatingAdmissionPolicy")
-	if len(policies) != 4 || len(byKind(objs, "ValidatingAdmissionPolicyBinding")) != 4 {
-		t.Fatalf("policies %s, want four with their bindings", names(policies))
+	if len(policies) != 5 || len(byKind(objs, "ValidatingAdmissionPolicyBinding")) != 5 {
+		t.Fatalf("policies %s, want five with their bindings", names(policies))
 	}
 	for _, p := range policies {
 		text := fmt.Sprint(p.Object)
-		// koord-quota-labels names no component: it holds everyone.
-		if strings.Contains(text, "koord-system") || (p.GetName() != "koord-quota-labels" && !strings.Contains(text, "system:serviceaccount:custom:")) {
+		if strings.Contains(text, "koord-system") || !strings.Contains(text, "system:serviceaccount:custom:") {
 			t.Errorf("policy %s is not about the release's namespace: %s", p.GetName(), text)
 		}
 	}

@@ -31,6 +31,7 @@ import (
 	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/internal/koordlettest"
 	"github.com/koord-project/koord/manifests"
 	"github.com/koord-project/koord/pkg/client/koordclient"
 )
@@ -305,13 +306,13 @@ func TestKoordletBinaryWithShippedRBAC(t *testing.T) {
 	if err := cp.CreateNodeMetric(ctx, "bin-1"); err != nil {
 		t.Fatal(err)
 	}
-	fixture, sysfs := newFixtureNode(t, [4]int{1, 2, 4, 2}, 8<<30)
-	fixture.simulateLoad(t, ctx, 3)
+	fixture, sysfs := koordlettest.NewNode(t, [4]int{1, 2, 4, 2}, 8<<30)
+	fixture.SimulateLoad(t, ctx, 3)
 
 	port := freePort(t)
 	var out syncBuffer
 	cmd := exec.Command(commandBinary(t, "koordlet", "KOORDLET_BIN"), "--node-name=bin-1", "--kubeconfig="+kubeconfig,
-		"--sysfs-root="+sysfs, "--procfs-root="+fixture.procfs, "--cgroup-root="+fixture.cgroupRoot, "--kubelet-root-dir="+t.TempDir(),
+		"--sysfs-root="+sysfs, "--procfs-root="+fixture.Procfs, "--cgroup-root="+fixture.CgroupRoot, "--kubelet-root-dir="+t.TempDir(),
 		"--collect-interval=100ms", fmt.Sprintf("--metrics-addr=127.0.0.1:%d", port), "--metrics-secure", "-v=2",
 		"--feature-gates=RdtResctrl=false,BECPUSuppress=true")
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/koord-project/koord/apis/extension"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/internal/koordlettest"
 	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/pkg/koordlet/cgroup/cgrouptest"
 )
@@ -61,7 +60,7 @@ func koordletSteadyState(b *testing.B, allStrategies bool) (rssMiB, cpuPercent, 
 	}
 	sysfs, fixture := fixtureFor(b)
 	for _, d := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
-		cgrouptest.WriteCgroup(b, fixture.cgroupRoot, allStrategies, d, "0-127")
+		cgrouptest.WriteCgroup(b, fixture.CgroupRoot, allStrategies, d, "0-127")
 	}
 	for i := 0; i < 100; i++ {
 		spec := controlplane.PodSpec{Name: fmt.Sprintf("p%03d", i), CPU: "100m", Memory: "128Mi"}
@@ -90,8 +89,8 @@ func koordletSteadyState(b *testing.B, allStrategies bool) (rssMiB, cpuPercent, 
 			b.Fatal(err)
 		}
 		podDir := filepath.Join(qosDir, "pod"+string(pod.UID))
-		cgrouptest.WriteCgroup(b, fixture.cgroupRoot, allStrategies, podDir, "0-127")
-		cgrouptest.WriteCgroup(b, fixture.cgroupRoot, allStrategies, filepath.Join(podDir, fmt.Sprintf("c%03d", i)), "0-127")
+		cgrouptest.WriteCgroup(b, fixture.CgroupRoot, allStrategies, podDir, "0-127")
+		cgrouptest.WriteCgroup(b, fixture.CgroupRoot, allStrategies, filepath.Join(podDir, fmt.Sprintf("c%03d", i)), "0-127")
 	}
 	args := []string{"--runqueue-latency=false"}
 	if allStrategies {
@@ -109,8 +108,8 @@ func koordletSteadyState(b *testing.B, allStrategies bool) (rssMiB, cpuPercent, 
 		b.Fatal(err)
 	}
 	bin := commandBinaryB(b)
-	cmd := exec.Command(bin, append([]string{"--node-name=steady", "--kubeconfig=" + kubeconfig, "--sysfs-root=" + sysfs, "--procfs-root=" + fixture.procfs,
-		"--cgroup-root=" + fixture.cgroupRoot, "--kubelet-root-dir=" + b.TempDir(), "--metrics-addr=127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"--node-name=steady", "--kubeconfig=" + kubeconfig, "--sysfs-root=" + sysfs, "--procfs-root=" + fixture.Procfs,
+		"--cgroup-root=" + fixture.CgroupRoot, "--kubelet-root-dir=" + b.TempDir(), "--metrics-addr=127.0.0.1:0"}, args...)...)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -132,7 +131,7 @@ func fixtureFor(b *testing.B) (string, fixtureNode) {
 		b.Fatal(err)
 	}
 	cgroupRoot := filepath.Join(dir, "cgroup")
-	return sysfs, fixtureNode{procfs: procfs, cgroupRoot: cgroupRoot, cpus: 128, load: new(atomic.Uint64), started: new(sync.Once)}
+	return sysfs, koordlettest.NodeAt(procfs, cgroupRoot, 128)
 }
 
 // cpuTicks is utime+stime of a process, in 1/100 s.

@@ -20,6 +20,7 @@ import (
 
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/internal/koordlettest"
 	"github.com/koord-project/koord/pkg/koordlet/agent"
 )
 
@@ -239,7 +240,7 @@ func TestInterferenceGuardOnThisHost(t *testing.T) {
 		return fmt.Sprintf(`{"resourceUsedThresholdWithBE":{"enable":true,"cpuSuppressThresholdPercent":100,"cpuSuppressPolicy":"cfsQuota"},
 			"extensions":{"koord.sh/interferenceGuard":{"enable":true,"lsRunQueueLatencyP99Microseconds":%d,"stepPercent":10,"minWaits":10}}}`, target)
 	}
-	setNodeSLO(t, ctx, cp, node, guard(1))
+	koordlettest.SetNodeSLO(t, ctx, cp, node, guard(1))
 	reg := prometheus.NewRegistry()
 	a, err := agent.New(cp.Client, cp.Koord, agent.Options{NodeName: node, SysfsRoot: "/sys", ProcfsRoot: "/proc",
 		CgroupRoot: "/sys/fs/cgroup", KubeletCgroupRoot: parent, RunQueueLatency: true,
@@ -284,7 +285,7 @@ func TestInterferenceGuardOnThisHost(t *testing.T) {
 	// 100 % of 2 CPUs less the LS pod and the system: about 2 CPUs of quota
 	// at first; each step takes 0.2 CPU, down to the floor of 0.1 CPU.
 	waitFor("tightened", func(s float64, q int64) bool { return s >= 3 && q > 0 && q <= 150000 })
-	setNodeSLO(t, ctx, cp, node, guard(1000000))
+	koordlettest.SetNodeSLO(t, ctx, cp, node, guard(1000000))
 	waitFor("relaxed", func(s float64, q int64) bool { return s == 0 && q > 150000 })
 }
 

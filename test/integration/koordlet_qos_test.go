@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,47 +17,12 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/koord-project/koord/apis/extension"
-	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/internal/koordlettest"
 	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/koordlet/agent"
-	"github.com/koord-project/koord/pkg/koordlet/cgroup/cgrouptest"
 	"github.com/koord-project/koord/pkg/slo/config"
 )
-
-// qosPod creates a running pod on node with one container "main" of the
-// given requests and limits, and its v1 cgroupfs cgroups in the fixture tree
-// with kubelet's values for them.
-func qosPod(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, fixture fixtureNode, node, name, qos string, req, lim corev1.ResourceList) *corev1.Pod {
-	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{extension.LabelPodQoS: qos}},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10",
-			Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}}},
-	}
-	pod, err := cp.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod.Status.Phase = corev1.PodRunning
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", ContainerID: "containerd://" + name + "-c", Ready: true}}
-	if pod, err = cp.Client.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	qosDir := "kubepods/burstable"
-	if _, ok := req[corev1.ResourceCPU]; !ok {
-		qosDir = "kubepods/besteffort"
-	}
-	podDir := filepath.Join(qosDir, "pod"+string(pod.UID))
-	for _, d := range []string{podDir, filepath.Join(podDir, name+"-c")} {
-		writeCgroup(t, fixture.cgroupRoot, d)
-	}
-	writeFiles(t, fixture.cgroupRoot, map[string]string{
-		"memory/" + podDir + "/memory.usage_in_bytes": "1073741824", "memory/" + podDir + "/memory.stat": "total_inactive_file 0",
-		"cpuacct/" + podDir + "/cpuacct.usage": "1000",
-	})
-	return pod
-}
 
 // qosNode starts a control plane with one 8-CPU node and writes its fixture
 // machine (1 NUMA node × 4 cores × 2 threads, 16 GiB, half used) and
@@ -69,68 +33,11 @@ func qosNode(t *testing.T, ctx context.Context, node string) (*controlplane.Cont
 	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: node, CPU: "8", Memory: "32Gi"}); err != nil {
 		t.Fatal(err)
 	}
-	fixture, sysfs := newFixtureNode(t, [4]int{1, 1, 4, 2}, 16<<30)
+	fixture, sysfs := koordlettest.NewNode(t, [4]int{1, 1, 4, 2}, 16<<30)
 	for _, d := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
-		writeCgroup(t, fixture.cgroupRoot, d)
+		koordlettest.WriteCgroup(t, fixture.CgroupRoot, d)
 	}
 	return cp, fixture, sysfs
-}
-
-// writeCgroup makes a fixture v1 cgroup of an 8-CPU node with the files
-// the strategies touch, at the kernel's defaults.
-func writeCgroup(t *testing.T, root, dir string) {
-	t.Helper()
-	cgrouptest.WriteCgroup(t, root, false, dir, "0-7")
-}
-
-func writeFiles(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for f, content := range files {
-		path := filepath.Join(root, f)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func setNodeSLO(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node, specJSON string) {
-	t.Helper()
-	slo := &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: node}}
-	if err := jsonInto(specJSON, &slo.Spec); err != nil {
-		t.Fatal(err)
-	}
-	cur, err := cp.Koord.SloV1alpha1().NodeSLOs().Get(ctx, node, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		if _, err := cp.Koord.SloV1alpha1().NodeSLOs().Create(ctx, slo, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec = slo.Spec
-	if _, err := cp.Koord.SloV1alpha1().NodeSLOs().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitFileThat polls a fixture file until ok accepts its content.
-func waitFileThat(t *testing.T, ctx context.Context, path, what string, ok func(string) bool) string {
-	t.Helper()
-	var got string
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		b, err := os.ReadFile(path)
-		got = strings.TrimSpace(string(b))
-		return err == nil && ok(got), nil
-	})
-	if err != nil {
-		t.Fatalf("%s holds %q, want %s", path, got, what)
-	}
-	return got
 }
 
 func cpusOf(s string) int {
@@ -150,65 +57,65 @@ func TestKoordletEnforcesNodeSLO(t *testing.T) {
 	ctx := testContext(t)
 	const node = "qos-node"
 	cp, fixture, sysfs := qosNode(t, ctx, node)
-	root := fixture.cgroupRoot
+	root := fixture.CgroupRoot
 	q := func(s string) resource.Quantity { return resource.MustParse(s) }
-	qosPod(t, ctx, cp, fixture, node, "web", "LS", corev1.ResourceList{corev1.ResourceCPU: q("1")}, corev1.ResourceList{corev1.ResourceCPU: q("2")})
-	batch := qosPod(t, ctx, cp, fixture, node, "batch", "BE",
+	koordlettest.QoSPod(t, ctx, cp, fixture, node, "web", "LS", corev1.ResourceList{corev1.ResourceCPU: q("1")}, corev1.ResourceList{corev1.ResourceCPU: q("2")})
+	batch := koordlettest.QoSPod(t, ctx, cp, fixture, node, "batch", "BE",
 		corev1.ResourceList{extension.BatchCPU: q("1000"), extension.BatchMemory: q("1Gi")},
 		corev1.ResourceList{extension.BatchCPU: q("2000"), extension.BatchMemory: q("2Gi")})
 	batchDir := "kubepods/besteffort/pod" + string(batch.UID)
 	file := func(f string) string { return filepath.Join(root, f) }
-	stop := runKoordlet(t, ctx, cp, node, fixture, sysfs)
+	stop := koordlettest.Run(t, ctx, cp, node, fixture, sysfs)
 	defer func() { stop() }()
 
 	t.Log("batch resources, with no NodeSLO at all (BatchResource is on by default)")
-	waitFile(t, ctx, file("cpu/"+batchDir+"/cpu.shares"), "1024")
-	waitFile(t, ctx, file("cpu/"+batchDir+"/cpu.cfs_quota_us"), "200000")
-	waitFile(t, ctx, file("cpu/"+batchDir+"/batch-c/cpu.cfs_quota_us"), "200000")
-	waitFile(t, ctx, file("memory/"+batchDir+"/memory.limit_in_bytes"), fmt.Sprint(2<<30))
-	waitFile(t, ctx, file("cpuset/kubepods/besteffort/cpuset.cpus"), "0-7")
+	koordlettest.WaitFile(t, ctx, file("cpu/"+batchDir+"/cpu.shares"), "1024")
+	koordlettest.WaitFile(t, ctx, file("cpu/"+batchDir+"/cpu.cfs_quota_us"), "200000")
+	koordlettest.WaitFile(t, ctx, file("cpu/"+batchDir+"/batch-c/cpu.cfs_quota_us"), "200000")
+	koordlettest.WaitFile(t, ctx, file("memory/"+batchDir+"/memory.limit_in_bytes"), fmt.Sprint(2<<30))
+	koordlettest.WaitFile(t, ctx, file("cpuset/kubepods/besteffort/cpuset.cpus"), "0-7")
 
 	t.Log("the NodeSLO turns suppression on: 8 × 50 % − 5 busy leaves BE its floor of one CPU")
-	fixture.simulateLoad(t, ctx, 5)
-	setNodeSLO(t, ctx, cp, node, `{"resourceUsedThresholdWithBE":{"enable":true,"cpuSuppressThresholdPercent":50},
+	fixture.SimulateLoad(t, ctx, 5)
+	koordlettest.SetNodeSLO(t, ctx, cp, node, `{"resourceUsedThresholdWithBE":{"enable":true,"cpuSuppressThresholdPercent":50},
 		"resourceQOSStrategy":{"beClass":{"cpuQOS":{"enable":true}}}}`)
-	one := waitFileThat(t, ctx, file("cpuset/kubepods/besteffort/cpuset.cpus"), "one CPU", func(s string) bool { return cpusOf(s) == 1 })
-	waitFile(t, ctx, file("cpuset/"+batchDir+"/batch-c/cpuset.cpus"), one)
-	waitFile(t, ctx, file("cpu/kubepods/besteffort/cpu.idle"), "1")
-	waitFile(t, ctx, file("cpuset/kubepods/burstable/pod"+string(mustPod(t, ctx, cp, "web").UID)+"/web-c/cpuset.cpus"), "0-7")
+	one := koordlettest.WaitFileThat(t, ctx, file("cpuset/kubepods/besteffort/cpuset.cpus"), "one CPU", func(s string) bool { return cpusOf(s) == 1 })
+	koordlettest.WaitFile(t, ctx, file("cpuset/"+batchDir+"/batch-c/cpuset.cpus"), one)
+	koordlettest.WaitFile(t, ctx, file("cpu/kubepods/besteffort/cpu.idle"), "1")
+	koordlettest.WaitFile(t, ctx, file("cpuset/kubepods/burstable/pod"+string(mustPod(t, ctx, cp, "web").UID)+"/web-c/cpuset.cpus"), "0-7")
 
 	t.Log("the load falls to half a CPU: 8 × 50 % − 0.5 = 3.5, 3 whole CPUs, within two samples")
-	fixture.simulateLoad(t, ctx, 0.5)
-	three := waitFileThat(t, ctx, file("cpuset/kubepods/besteffort/cpuset.cpus"), "three CPUs", func(s string) bool { return cpusOf(s) == 3 })
+	fixture.SimulateLoad(t, ctx, 0.5)
+	three := koordlettest.WaitFileThat(t, ctx, file("cpuset/kubepods/besteffort/cpuset.cpus"), "three CPUs", func(s string) bool { return cpusOf(s) == 3 })
 
 	t.Log("a restarted koordlet converges to the same values")
 	stop()
-	writeFiles(t, root, map[string]string{"cpu/" + batchDir + "/cpu.shares": "2", "cpu/kubepods/besteffort/cpu.idle": "0"})
-	stop = runKoordlet(t, ctx, cp, node, fixture, sysfs)
-	waitFile(t, ctx, file("cpu/"+batchDir+"/cpu.shares"), "1024")
-	waitFile(t, ctx, file("cpu/kubepods/besteffort/cpu.idle"), "1")
-	waitFile(t, ctx, file("cpuset/kubepods/besteffort/cpuset.cpus"), three)
+	koordlettest.WriteFiles(t, root, map[string]string{"cpu/" + batchDir + "/cpu.shares": "2", "cpu/kubepods/besteffort/cpu.idle": "0"})
+	stop = koordlettest.Run(t, ctx, cp, node, fixture, sysfs)
+	koordlettest.WaitFile(t, ctx, file("cpu/"+batchDir+"/cpu.shares"), "1024")
+	koordlettest.WaitFile(t, ctx, file("cpu/kubepods/besteffort/cpu.idle"), "1")
+	koordlettest.WaitFile(t, ctx, file("cpuset/kubepods/besteffort/cpuset.cpus"), three)
 
 	t.Log("cfsQuota policy: the quota instead of the cpuset")
-	setNodeSLO(t, ctx, cp, node, `{"resourceUsedThresholdWithBE":{"enable":true,"cpuSuppressThresholdPercent":50,"cpuSuppressPolicy":"cfsQuota"},
+	koordlettest.SetNodeSLO(t, ctx, cp, node, `{"resourceUsedThresholdWithBE":{"enable":true,"cpuSuppressThresholdPercent":50,"cpuSuppressPolicy":"cfsQuota"},
 		"resourceQOSStrategy":{"beClass":{"cpuQOS":{"enable":true}}}}`)
-	waitFile(t, ctx, file("cpuset/kubepods/besteffort/cpuset.cpus"), "0-7")
-	waitFileThat(t, ctx, file("cpu/kubepods/besteffort/cpu.cfs_quota_us"), "about 3 CPUs of quota", func(s string) bool {
+	koordlettest.WaitFile(t, ctx, file("cpuset/kubepods/besteffort/cpuset.cpus"), "0-7")
+	koordlettest.WaitFileThat(t, ctx, file("cpu/kubepods/besteffort/cpu.cfs_quota_us"), "about 3 CPUs of quota", func(s string) bool {
 		var v int64
 		_, err := fmt.Sscan(s, &v)
 		return err == nil && v >= 250000 && v <= 350000
 	})
 	// The pod's own quota (2 CPUs) is within it.
-	waitFile(t, ctx, file("cpu/"+batchDir+"/cpu.cfs_quota_us"), "200000")
+	koordlettest.WaitFile(t, ctx, file("cpu/"+batchDir+"/cpu.cfs_quota_us"), "200000")
 
 	t.Log("deleting the NodeSLO brings back the defaults")
 	if err := cp.Koord.SloV1alpha1().NodeSLOs().Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFile(t, ctx, file("cpu/kubepods/besteffort/cpu.cfs_quota_us"), "-1")
-	waitFile(t, ctx, file("cpu/kubepods/besteffort/cpu.idle"), "0")
-	waitFile(t, ctx, file("cpuset/kubepods/besteffort/cpuset.cpus"), "0-7")
-	waitFile(t, ctx, file("cpu/"+batchDir+"/cpu.shares"), "1024")
+	koordlettest.WaitFile(t, ctx, file("cpu/kubepods/besteffort/cpu.cfs_quota_us"), "-1")
+	koordlettest.WaitFile(t, ctx, file("cpu/kubepods/besteffort/cpu.idle"), "0")
+	koordlettest.WaitFile(t, ctx, file("cpuset/kubepods/besteffort/cpuset.cpus"), "0-7")
+	koordlettest.WaitFile(t, ctx, file("cpu/"+batchDir+"/cpu.shares"), "1024")
 }
 
 func mustPod(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, name string) *corev1.Pod {
@@ -228,16 +135,16 @@ func TestKoordletEvictsBEForMemory(t *testing.T) {
 	const node = "mem-node"
 	cp, fixture, sysfs := qosNode(t, ctx, node)
 	q := func(s string) resource.Quantity { return resource.MustParse(s) }
-	web := qosPod(t, ctx, cp, fixture, node, "web", "LS", corev1.ResourceList{corev1.ResourceCPU: q("1")}, nil)
-	batch := qosPod(t, ctx, cp, fixture, node, "batch", "BE", corev1.ResourceList{extension.BatchMemory: q("1Gi")}, nil)
+	web := koordlettest.QoSPod(t, ctx, cp, fixture, node, "web", "LS", corev1.ResourceList{corev1.ResourceCPU: q("1")}, nil)
+	batch := koordlettest.QoSPod(t, ctx, cp, fixture, node, "batch", "BE", corev1.ResourceList{extension.BatchMemory: q("1Gi")}, nil)
 	gates := features.New()
 	if err := gates.Set("BEMemoryEvict=true"); err != nil {
 		t.Fatal(err)
 	}
-	stop := runKoordlet(t, ctx, cp, node, fixture, sysfs, func(o *agent.Options) { o.Gates = gates })
+	stop := koordlettest.Run(t, ctx, cp, node, fixture, sysfs, func(o *agent.Options) { o.Gates = gates })
 	defer stop()
-	fixture.simulateLoad(t, ctx, 1)
-	setNodeSLO(t, ctx, cp, node, `{"resourceUsedThresholdWithBE":{"enable":true,"memoryEvictThresholdPercent":40,"memoryEvictLowerPercent":30}}`)
+	fixture.SimulateLoad(t, ctx, 1)
+	koordlettest.SetNodeSLO(t, ctx, cp, node, `{"resourceUsedThresholdWithBE":{"enable":true,"memoryEvictThresholdPercent":40,"memoryEvictLowerPercent":30}}`)
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		p, err := cp.Client.CoreV1().Pods("default").Get(ctx, "batch", metav1.GetOptions{})
 		return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil && p.UID == batch.UID), nil
@@ -332,11 +239,11 @@ func TestKoordletFencesReservedCPUs(t *testing.T) {
 	const node = "fence-node"
 	cp, fixture, sysfs := qosNode(t, ctx, node)
 	q := func(s string) resource.Quantity { return resource.MustParse(s) }
-	web := qosPod(t, ctx, cp, fixture, node, "web", "LS", corev1.ResourceList{corev1.ResourceCPU: q("1")}, nil)
-	stop := runKoordlet(t, ctx, cp, node, fixture, sysfs)
+	web := koordlettest.QoSPod(t, ctx, cp, fixture, node, "web", "LS", corev1.ResourceList{corev1.ResourceCPU: q("1")}, nil)
+	stop := koordlettest.Run(t, ctx, cp, node, fixture, sysfs)
 	defer stop()
-	webCPUs := filepath.Join(fixture.cgroupRoot, "cpuset/kubepods/burstable/pod"+string(web.UID)+"/web-c/cpuset.cpus")
-	waitFile(t, ctx, webCPUs, "0-7")
+	webCPUs := filepath.Join(fixture.CgroupRoot, "cpuset/kubepods/burstable/pod"+string(web.UID)+"/web-c/cpuset.cpus")
+	koordlettest.WaitFile(t, ctx, webCPUs, "0-7")
 	r := newReservation("db-failover", "2", ownersByLabel("app", "db"))
 	r.Annotations = map[string]string{extension.AnnotationResourceStatus: `{"cpuset":"2-3"}`}
 	r, err := cp.Koord.SchedulingV1alpha1().Reservations().Create(ctx, r, metav1.CreateOptions{})
@@ -347,11 +254,11 @@ func TestKoordletFencesReservedCPUs(t *testing.T) {
 	if r, err = cp.Koord.SchedulingV1alpha1().Reservations().UpdateStatus(ctx, r, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFile(t, ctx, webCPUs, "0-1,4-7")
-	waitFile(t, ctx, filepath.Join(fixture.cgroupRoot, "cpuset/kubepods/besteffort/cpuset.cpus"), "0-1,4-7")
+	koordlettest.WaitFile(t, ctx, webCPUs, "0-1,4-7")
+	koordlettest.WaitFile(t, ctx, filepath.Join(fixture.CgroupRoot, "cpuset/kubepods/besteffort/cpuset.cpus"), "0-1,4-7")
 	r.Status.Phase = "Succeeded"
 	if _, err := cp.Koord.SchedulingV1alpha1().Reservations().UpdateStatus(ctx, r, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFile(t, ctx, webCPUs, "0-7")
+	koordlettest.WaitFile(t, ctx, webCPUs, "0-7")
 }

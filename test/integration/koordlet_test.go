@@ -3,17 +3,12 @@ package integration
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	nrtclientset "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/generated/clientset/versioned"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +17,7 @@ import (
 
 	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/internal/controlplane"
+	"github.com/koord-project/koord/internal/koordlettest"
 	"github.com/koord-project/koord/internal/topologytest"
 	"github.com/koord-project/koord/manifests"
 	"github.com/koord-project/koord/pkg/client/koordclient"
@@ -30,84 +26,21 @@ import (
 )
 
 // fixtureNode is where a koordlet under test reads its node from.
-type fixtureNode struct {
-	procfs, cgroupRoot string
-	cpus               int
-	// The simulated load (cores, as float64 bits) and its writer.
-	load    *atomic.Uint64
-	started *sync.Once
-}
-
-// simulateLoad makes the fixture /proc/stat say cores CPUs are busy, until
-// the test ends or the next simulateLoad.
-func (n fixtureNode) simulateLoad(t *testing.T, ctx context.Context, cores float64) {
-	n.load.Store(math.Float64bits(cores))
-	n.started.Do(func() {
-		ctx, cancel := context.WithCancel(ctx)
-		done := topologytest.SimulateLoad(ctx, n.procfs, n.cpus, func() float64 { return math.Float64frombits(n.load.Load()) })
-		t.Cleanup(func() { cancel(); <-done })
-	})
-}
-
-// newFixtureNode writes a fixture machine of the given shape (sysfs,
-// procfs) and an empty v1 cgroupfs-driver cgroup tree.
-func newFixtureNode(t *testing.T, shape [4]int, memPerNUMA int64) (fixtureNode, string) {
-	t.Helper()
-	sysfs, procfs, err := topologytest.WriteSysfs(t.TempDir(), shape[0], shape[1], shape[2], shape[3], memPerNUMA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cgroupRoot := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(cgroupRoot, "cpuset/kubepods/burstable"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return fixtureNode{procfs: procfs, cgroupRoot: cgroupRoot, cpus: shape[0] * shape[1] * shape[2] * shape[3], load: new(atomic.Uint64), started: new(sync.Once)}, sysfs
-}
+type fixtureNode = koordlettest.Node
 
 // startKoordlet runs a koordlet for node in this process, reading a fixture
 // machine of the given shape, until the test ends. Pod cgroups are to be
 // made under the fixture cgroup root (v1, cgroupfs driver).
 func startKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node string, shape [4]int, memPerNUMA int64, mutate ...func(*agent.Options)) fixtureNode {
 	t.Helper()
-	fixture, sysfs := newFixtureNode(t, shape, memPerNUMA)
-	stop := runKoordlet(t, ctx, cp, node, fixture, sysfs, mutate...)
+	fixture, sysfs := koordlettest.NewNode(t, shape, memPerNUMA)
+	stop := koordlettest.Run(t, ctx, cp, node, fixture, sysfs, mutate...)
 	t.Cleanup(stop)
 	// A machine's /proc/stat moves: idle until the test says otherwise, so
 	// that koordlet reports its NodeMetric (one never reported keeps the
 	// node out of LoadAwareScheduling, as in Koordinator).
-	fixture.simulateLoad(t, ctx, 0)
+	fixture.SimulateLoad(t, ctx, 0)
 	return fixture
-}
-
-// runKoordlet runs a koordlet for node on an existing fixture until stop is
-// called (as a restart does, the next one starts from nothing in memory).
-func runKoordlet(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, node string, fixture fixtureNode, sysfs string, mutate ...func(*agent.Options)) (stop func()) {
-	t.Helper()
-	opts := agent.Options{NodeName: node, SysfsRoot: sysfs, ProcfsRoot: fixture.procfs, CgroupRoot: fixture.cgroupRoot,
-		SyncInterval: 200 * time.Millisecond, ReconcileInterval: 100 * time.Millisecond, CollectInterval: 100 * time.Millisecond}
-	for _, m := range mutate {
-		m(&opts)
-	}
-	// koord-manager's part: koordlet only writes the NodeMetric's status.
-	if err := cp.CreateNodeMetric(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(cp.Client, cp.Koord, opts, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("koordlet: %v", err)
-			}
-		})
-	}
 }
 
 // runContainer gives a bound pod a running container, as kubelet and the
@@ -137,19 +70,6 @@ func runContainer(t *testing.T, ctx context.Context, cp *controlplane.ControlPla
 		}
 	}
 	return filepath.Join(podDir, name+"-c", "cpuset.cpus")
-}
-
-func waitFile(t *testing.T, ctx context.Context, path, want string) {
-	t.Helper()
-	var got string
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		b, err := os.ReadFile(path)
-		got = strings.TrimSpace(string(b))
-		return err == nil && got == want, nil
-	})
-	if err != nil {
-		t.Fatalf("%s holds %q, want %q", path, got, want)
-	}
 }
 
 func getNUMAInfo(ctx context.Context, cp *controlplane.ControlPlane, node string) (*corev1.ConfigMap, error) {
@@ -189,7 +109,7 @@ func TestKoordletPublishesTopologyTheSchedulerUses(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixture := startKoordlet(t, ctx, cp, "kl-1", [4]int{1, 2, 8, 2}, 32<<30)
-	cgroupRoot := fixture.cgroupRoot
+	cgroupRoot := fixture.CgroupRoot
 
 	cm := waitNUMAInfo(t, ctx, cp, "kl-1", nil)
 	if cm.Labels[extension.LabelManagedBy] != "koordlet" || cm.Labels[extension.LabelTopologyNode] != "kl-1" {
@@ -236,13 +156,13 @@ func TestKoordletPublishesTopologyTheSchedulerUses(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := extension.GetResourceStatus(lsr0.Annotations)
-	waitFile(t, ctx, runContainer(t, ctx, cp, cgroupRoot, "lsr-0", true), st.CPUSet)
+	koordlettest.WaitFile(t, ctx, runContainer(t, ctx, cp, cgroupRoot, "lsr-0", true), st.CPUSet)
 	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "ls", SchedulerName: "koord-scheduler", CPU: "500m", Memory: "1Gi",
 		Labels: map[string]string{extension.LabelPodQoS: "LS"}}); err != nil {
 		t.Fatal(err)
 	}
 	waitBound(t, ctx, cp, "ls")
-	waitFile(t, ctx, runContainer(t, ctx, cp, cgroupRoot, "ls", false), cpuset.New(func() []int {
+	koordlettest.WaitFile(t, ctx, runContainer(t, ctx, cp, cgroupRoot, "ls", false), cpuset.New(func() []int {
 		var ids []int
 		for i := 0; i < 32; i++ {
 			ids = append(ids, i)
@@ -287,7 +207,7 @@ func TestKoordletReportsLoadTheSchedulerAvoids(t *testing.T) {
 			t.Fatal(err)
 		}
 		uids[name] = string(n.UID)
-		startKoordlet(t, ctx, cp, name, [4]int{1, 1, 8, 2}, 32<<30).simulateLoad(t, ctx, busy)
+		startKoordlet(t, ctx, cp, name, [4]int{1, 1, 8, 2}, 32<<30).SimulateLoad(t, ctx, busy)
 	}
 	for name, busy := range nodes {
 		var last string

@@ -1,6 +1,7 @@
 package lenient
 
 import (
+	nrtv1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	analysisv1alpha1 "github.com/koord-project/koord/apis/analysis/v1alpha1"
@@ -26,3 +27,8 @@ var (
 	NodeSLOs = Kind{Resource: slov1alpha1.SchemeGroupVersion.WithResource("nodeslos"),
 		New: func() runtime.Object { return &slov1alpha1.NodeSLO{} }, NewList: func() runtime.Object { return &slov1alpha1.NodeSLOList{} }}
 )
+
+// NodeResourceTopologies are topology.node.k8s.io/v1alpha2 objects, as the
+// scheduler reads them when its topologySource is NodeResourceTopology.
+var NodeResourceTopologies = Kind{Resource: nrtv1alpha2.SchemeGroupVersion.WithResource("noderesourcetopologies"),
+	New: func() runtime.Object { return &nrtv1alpha2.NodeResourceTopology{} }, NewList: func() runtime.Object { return &nrtv1alpha2.NodeResourceTopologyList{} }}

@@ -7,12 +7,16 @@
 //
 // The objects come through the dynamic client (decoding JSON into
 // unstructured maps cannot fail on a field's value) and are converted to the
-// typed object one by one.
+// typed object one by one, after their quantities are checked to be within
+// the bounds a CRD's schema allows today (extension.CheckQuantities): an
+// object stored before it, or through a looser schema, is refused in time
+// linear in its size instead of stalling the watch.
 package lenient
 
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -24,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/koord-project/koord/apis/extension"
 )
 
 // Kind says how to build the typed objects of one resource.
@@ -141,6 +147,12 @@ func (w *filteredWatch) Stop() {
 
 func convert(k Kind, u *unstructured.Unstructured) (runtime.Object, error) {
 	obj := k.New()
+	// Quantities are bounded before the converter parses them: one value
+	// such as 1e-9999999 costs resource.ParseQuantity seconds, and this
+	// watch's every other event would wait behind it.
+	if err := extension.CheckQuantities(u.Object, reflect.TypeOf(obj)); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", k.Resource.Resource, name(u), err)
+	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", k.Resource.Resource, name(u), err)
 	}

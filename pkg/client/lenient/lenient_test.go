@@ -16,6 +16,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
 
 func reservation(name, ttl string) *unstructured.Unstructured {
@@ -96,4 +97,31 @@ func TestWatchStopsWithoutReader(t *testing.T) {
 	// The fake replays good; nobody reads it, and the reader stops.
 	time.Sleep(50 * time.Millisecond)
 	w.Stop()
+}
+
+// A NodeMetric whose usage is a quantity bomb is refused before the
+// converter parses it, naming the field; the others are listed.
+func TestQuantityBombRefused(t *testing.T) {
+	metric := func(name, cpu string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": map[string]any{"name": name},
+			"status": map[string]any{"nodeMetric": map[string]any{"nodeUsage": map[string]any{"resources": map[string]any{"cpu": cpu}}}},
+		}}
+	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{NodeMetrics.Resource: "NodeMetricList"}, metric("n1", "1500m"), metric("n2", "1e-99999999"))
+	var refused []string
+	obj, err := ListWatch(client, NodeMetrics, nil, func(u *unstructured.Unstructured, err error) {
+		refused = append(refused, err.Error())
+	}).ListWithContext(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(obj.(*slov1alpha1.NodeMetricList).Items); n != 1 {
+		t.Errorf("listed %d NodeMetrics, want n1 alone", n)
+	}
+	want := `nodemetrics n2: status.nodeMetric.nodeUsage.resources.cpu: quantity "1e-99999999" has an exponent of 8 digits`
+	if len(refused) != 1 || !strings.HasPrefix(refused[0], want) {
+		t.Errorf("refused %q, want %q", refused, want)
+	}
 }

@@ -576,7 +576,7 @@ func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Ku
 	if !beDecided {
 		// Until BE suppression has decided, BE pods keep what they have.
 		for _, p := range pods {
-			if q, _ := extension.GetPodQoSClass(p); q == extension.QoSBE {
+			if extension.EnforcedQoSClass(p) == extension.QoSBE {
 				delete(plan, p.UID)
 			}
 		}

@@ -150,7 +150,7 @@ func (l *latency) lsInterval(pods []*corev1.Pod) (p99 time.Duration, waits uint6
 	defer l.mu.Unlock()
 	var sum runqlat.Hist
 	for _, p := range pods {
-		if q, _ := extension.GetPodQoSClass(p); q != extension.QoSLS && q != extension.QoSLSR && q != extension.QoSLSE {
+		if q := extension.EnforcedQoSClass(p); q != extension.QoSLS && q != extension.QoSLSR && q != extension.QoSLSE {
 			continue
 		}
 		pl, ok := l.pods[p.UID]

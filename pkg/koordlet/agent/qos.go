@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -227,18 +228,17 @@ func (a *Agent) applyQoS(ctx context.Context, pods []*corev1.Pod, full bool) {
 		settings = append(settings, memoryqos.Plan(l, pcs, s, true, a.nodeMemory())...)
 	}
 	settings = append(settings, a.qos.burstSettings...)
-	// The besteffort quota: cfsQuota suppression's, else none. Until
-	// suppression has decided it is left as it is.
-	be := cgroup.Setting{Dir: l.QoSDir(corev1.PodQOSBestEffort), Knob: cgroup.CPUQuota, Value: cgroup.Unlimited, Owner: "qos BestEffort"}
+	// BE quotas: cfsQuota suppression's, on the besteffort cgroup and on
+	// every BE pod kubelet put elsewhere, else none. Until suppression has
+	// decided they are left as they are.
+	var decision *cpusuppress.Result
 	decided := true
 	if sp := a.qos.suppress; a.suppressOn(s) && s.Threshold.CPUSuppressPolicy == slov1alpha1.CPUCfsQuotaPolicy {
 		decided = sp != nil && sp.Policy == slov1alpha1.CPUCfsQuotaPolicy
-		if decided {
-			be.Value = sp.Quota(period)
-		}
+		decision = sp
 	}
 	if decided {
-		settings = append(settings, be)
+		settings = replaced(settings, cpusuppress.QuotaSettings(l, pcs, decision, period, settings))
 	}
 	settings = withoutSharesOfIdle(settings)
 	res := a.qos.applier.Apply(settings, full)
@@ -257,6 +257,20 @@ func (a *Agent) applyQoS(ctx context.Context, pods []*corev1.Pod, full bool) {
 			a.faults.clear(logger, "qos/"+st.Owner)
 		}
 	}
+}
+
+// replaced is settings with every file that by names set as by says.
+func replaced(settings, by []cgroup.Setting) []cgroup.Setting {
+	type key struct {
+		dir  string
+		knob cgroup.Knob
+	}
+	set := make(map[key]bool, len(by))
+	for _, s := range by {
+		set[key{s.Dir, s.Knob}] = true
+	}
+	out := slices.DeleteFunc(settings, func(s cgroup.Setting) bool { return set[key{s.Dir, s.Knob}] })
+	return append(out, by...)
 }
 
 // withoutSharesOfIdle drops CPU weights of cgroups made idle: the kernel
@@ -312,7 +326,7 @@ func (a *Agent) decide(ctx context.Context, now time.Time, pods []*corev1.Pod) {
 	var cands []evict.Candidate
 	for _, p := range pods {
 		ps := sample.Pods[p.UID]
-		q, _ := extension.GetPodQoSClass(p)
+		q := extension.EnforcedQoSClass(p)
 		used := milli(ps.CPU)
 		podsUsed += used
 		switch q {

@@ -14,7 +14,8 @@ import (
 	"github.com/koord-project/koord/pkg/koordlet/cgroup"
 )
 
-// Plan returns the settings of every BE pod that asks for batch resources,
+// Plan returns the settings of every pod that asks for batch resources (BE
+// by koordlet's rule, extension.EnforcedQoSClass, whatever its label says),
 // on its pod cgroup (the sum of its containers; a limit only when every
 // container has one) and each running container's. When off, it returns
 // what kubelet set from the pod's cpu and memory, so that turning the gate
@@ -22,7 +23,7 @@ import (
 func Plan(pods []cgroup.PodCgroups, period int64, on bool) []cgroup.Setting {
 	var out []cgroup.Setting
 	for _, p := range pods {
-		if p.QoS != extension.QoSBE || !asksForBatch(p.Pod) {
+		if p.QoS != extension.QoSBE || !extension.RequestsBatch(p.Pod) {
 			continue
 		}
 		cpu, mem := corev1.ResourceName(extension.BatchCPU), corev1.ResourceName(extension.BatchMemory)
@@ -44,19 +45,4 @@ func appendSettings(out []cgroup.Setting, dir, owner string, r cgroup.Resources,
 		cgroup.Setting{Dir: dir, Knob: cgroup.CPUQuota, Value: cgroup.MilliCPUToQuota(r.MilliCPULimit, period), Owner: owner},
 		cgroup.Setting{Dir: dir, Knob: cgroup.MemoryLimit, Value: r.MemoryLimit, Owner: owner},
 	)
-}
-
-// asksForBatch says whether any container requests or limits a batch resource.
-func asksForBatch(p *corev1.Pod) bool {
-	for _, c := range p.Spec.Containers {
-		for _, rl := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
-			if _, ok := rl[extension.BatchCPU]; ok {
-				return true
-			}
-			if _, ok := rl[extension.BatchMemory]; ok {
-				return true
-			}
-		}
-	}
-	return false
 }

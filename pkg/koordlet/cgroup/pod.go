@@ -30,9 +30,8 @@ type ContainerCgroup struct {
 func (l Layout) Pods(pods []*corev1.Pod) []PodCgroups {
 	out := make([]PodCgroups, 0, len(pods))
 	for _, p := range pods {
-		q, _ := extension.GetPodQoSClass(p)
 		kq := v1qos.GetPodQOS(p)
-		pc := PodCgroups{Pod: p, QoS: q, KubeQoS: kq, Dir: l.PodDir(kq, p.UID)}
+		pc := PodCgroups{Pod: p, QoS: extension.EnforcedQoSClass(p), KubeQoS: kq, Dir: l.PodDir(kq, p.UID)}
 		for i := range p.Spec.Containers {
 			c := &p.Spec.Containers[i]
 			for _, st := range p.Status.ContainerStatuses {

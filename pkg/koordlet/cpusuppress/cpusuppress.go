@@ -7,7 +7,7 @@
 // measured at the latest sample. With cpuSuppressPolicy cpuset the
 // besteffort cgroup gets that many whole CPUs, rounded down, from the shared pool (never CPUs
 // bound to LSE/LSR pods or reservations); with cfsQuota it gets that much CFS
-// quota. A floor keeps BE from freezing. The interference guard (guard.go)
+// quota, shared with the BE pods kubelet put in other cgroups (quota.go). A floor keeps BE from freezing. The interference guard (guard.go)
 // lowers the threshold while LS pods wait too long for a CPU.
 package cpusuppress
 
@@ -91,6 +91,3 @@ func Decide(in Input) Result {
 	}
 	return r
 }
-
-// Quota is the besteffort cgroup's CFS quota (µs per period) for a decision.
-func (r Result) Quota(period int64) int64 { return r.AllowedMilli * period / 1000 }

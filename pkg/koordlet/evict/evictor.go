@@ -54,7 +54,7 @@ func (e *Evictor) Evict(ctx context.Context, now time.Time, victims []Victim) in
 	logger := klog.FromContext(ctx)
 	n := 0
 	for _, v := range victims {
-		if q, _ := extension.GetPodQoSClass(v.Pod); q != extension.QoSBE {
+		if q := extension.EnforcedQoSClass(v.Pod); q != extension.QoSBE {
 			logger.Error(nil, "Refusing to evict a pod that is not BE", "pod", klog.KObj(v.Pod), "qos", q)
 			continue
 		}

@@ -82,7 +82,7 @@ func PlanCPUSets(pods []*corev1.Pod, bound map[types.UID]cpuset.CPUSet, malforme
 			continue
 		}
 		cpus := shared
-		if q, _ := extension.GetPodQoSClass(p); q == extension.QoSBE {
+		if extension.EnforcedQoSClass(p) == extension.QoSBE {
 			cpus = be
 		}
 		if !cpus.IsEmpty() {

@@ -85,7 +85,7 @@ func (f *fixture) publish(node string, info *extension.NUMAInfo) {
 		f.t.Fatal(err)
 	}
 	cm.OwnerReferences = nodeOwner(node)
-	f.p.onConfigMap(klog.Background(), cm, false)
+	f.p.onConfigMap(klog.Background(), node, cm)
 }
 
 // nodeOwner is the owner reference koordlet puts on a node's numa-info.
@@ -267,9 +267,9 @@ func TestNodePolicies(t *testing.T) {
 func TestFilterReasons(t *testing.T) {
 	f := newFixture(t, defaultArgs(t, nil), node("n1", nil), node("missing", nil), node("broken", nil))
 	f.publish("n1", topologytest.Linux(1, 2, 4, 2, 8*gi)) // 2 NUMA × 4 cores × 2 threads
-	f.p.onConfigMap(klog.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "broken-numa-info",
+	f.p.onConfigMap(klog.Background(), "broken", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "broken-numa-info",
 		Labels: map[string]string{extension.LabelManagedBy: extension.ManagedByKoordlet}, OwnerReferences: nodeOwner("broken")},
-		Data: map[string]string{"cpu-topology": `{"detail":[{"id":0`, "numa-nodes": `[]`}}, false)
+		Data: map[string]string{"cpu-topology": `{"detail":[{"id":0`, "numa-nodes": `[]`}})
 
 	_, _, st := f.cycle(lsr("p", "4", "1Gi", nil))
 	if !st["n1"].IsSuccess() {
@@ -707,9 +707,9 @@ func TestUntrustedSourcesIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	forged.Labels = nil
-	f.p.onConfigMap(klog.Background(), forged, false)
+	f.p.onConfigMap(klog.Background(), "n1", forged)
 	unowned, _ := extension.NewNUMAInfoConfigMap("n2", topologytest.Linux(1, 1, 2, 2, 8*gi))
-	f.p.onConfigMap(klog.Background(), unowned, false)
+	f.p.onConfigMap(klog.Background(), "n2", unowned)
 	_, _, st := f.cycle(lsr("p", "2", "1Gi", nil))
 	if s := st["n1"]; s.IsSuccess() || !strings.Contains(s.Message(), "label app.kubernetes.io/managed-by") {
 		t.Errorf("n1 with an unlabelled numa-info: %v", s.AsError())

@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	nrtv1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
-	nrtclientset "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/generated/clientset/versioned"
-	nrtinformers "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/generated/informers/externalversions"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -19,6 +19,7 @@ import (
 	"github.com/koord-project/koord/apis/config"
 	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/pkg/client/koordclient"
+	"github.com/koord-project/koord/pkg/client/lenient"
 )
 
 // watchTopology keeps State's topologies current from the configured source
@@ -38,28 +39,26 @@ func (p *Plugin) watchConfigMaps(ctx context.Context, h fwk.Handle) (cache.Infor
 	factory := informers.NewSharedInformerFactoryWithOptions(h.ClientSet(), 0, informers.WithNamespace(extension.NUMAInfoNamespace))
 	inf := factory.Core().V1().ConfigMaps().Informer()
 	logger := klog.FromContext(ctx)
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { p.onConfigMap(logger, obj, false) },
-		UpdateFunc: func(_, obj any) { p.onConfigMap(logger, obj, false) },
-		DeleteFunc: func(obj any) { p.onConfigMap(logger, obj, true) },
+	q := newTopologyQueue(inf.GetStore(), func(key string, obj any) {
+		_, name, _ := cache.SplitMetaNamespaceKey(key)
+		cm, _ := obj.(*corev1.ConfigMap)
+		p.onConfigMap(logger, strings.TrimSuffix(name, extension.NUMAInfoSuffix), cm)
+	})
+	synced, err := q.watch(ctx, inf, func(obj any) bool {
+		cm, ok := obj.(*corev1.ConfigMap)
+		return ok && strings.HasSuffix(cm.Name, extension.NUMAInfoSuffix)
 	})
 	if err != nil {
 		return nil, err
 	}
 	factory.Start(ctx.Done())
-	return reg.HasSynced, nil
+	return synced, nil
 }
 
-func (p *Plugin) onConfigMap(logger klog.Logger, obj any, deleted bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok || !strings.HasSuffix(cm.Name, extension.NUMAInfoSuffix) {
-		return
-	}
-	node := strings.TrimSuffix(cm.Name, extension.NUMAInfoSuffix)
-	if deleted {
+// onConfigMap records node's topology from its numa-info ConfigMap (nil:
+// deleted).
+func (p *Plugin) onConfigMap(logger klog.Logger, node string, cm *corev1.ConfigMap) {
+	if cm == nil {
 		p.state.RemoveTopology(node)
 		return
 	}
@@ -77,37 +76,38 @@ func (p *Plugin) onConfigMap(logger klog.Logger, obj any, deleted bool) {
 
 // watchNodeResourceTopologies reads topology.node.k8s.io/v1alpha2 objects
 // (one per node, named after it) written by Koordinator-compatible agents:
-// the CPU topology in Koordinator's annotations, NUMA nodes as zones.
+// the CPU topology in Koordinator's annotations, NUMA nodes as zones. They
+// decode one at a time (package lenient), so that one a node wrote wrong,
+// or with a quantity out of bounds, is skipped and logged.
 func (p *Plugin) watchNodeResourceTopologies(ctx context.Context, h fwk.Handle) (cache.InformerSynced, error) {
-	client, err := nrtclientset.NewForConfig(koordclient.JSON(h.KubeConfig()))
+	dyn, err := dynamic.NewForConfig(koordclient.JSON(h.KubeConfig()))
 	if err != nil {
 		return nil, err
 	}
-	factory := nrtinformers.NewSharedInformerFactory(client, 0)
-	inf := factory.Topology().V1alpha2().NodeResourceTopologies().Informer()
 	logger := klog.FromContext(ctx)
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { p.onNodeResourceTopology(logger, obj, false) },
-		UpdateFunc: func(_, obj any) { p.onNodeResourceTopology(logger, obj, false) },
-		DeleteFunc: func(obj any) { p.onNodeResourceTopology(logger, obj, true) },
+	inf := lenient.Informer(dyn, lenient.NodeResourceTopologies, nil, func(u *unstructured.Unstructured, err error) {
+		logger.Error(err, "Ignoring a NodeResourceTopology that does not decode; CPU-binding pods keep its last good version", "node", u.GetName())
+	})
+	q := newTopologyQueue(inf.GetStore(), func(key string, obj any) {
+		nrt, _ := obj.(*nrtv1alpha2.NodeResourceTopology)
+		p.onNodeResourceTopology(logger, key, nrt)
+	})
+	synced, err := q.watch(ctx, inf, func(obj any) bool {
+		_, ok := obj.(*nrtv1alpha2.NodeResourceTopology)
+		return ok
 	})
 	if err != nil {
 		return nil, err
 	}
-	factory.Start(ctx.Done())
-	return reg.HasSynced, nil
+	go inf.Run(ctx.Done())
+	return synced, nil
 }
 
-func (p *Plugin) onNodeResourceTopology(logger klog.Logger, obj any, deleted bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	nrt, ok := obj.(*nrtv1alpha2.NodeResourceTopology)
-	if !ok {
-		return
-	}
-	if deleted {
-		p.state.RemoveTopology(nrt.Name)
+// onNodeResourceTopology records node's topology from its NRT object (nil:
+// deleted).
+func (p *Plugin) onNodeResourceTopology(logger klog.Logger, node string, nrt *nrtv1alpha2.NodeResourceTopology) {
+	if nrt == nil {
+		p.state.RemoveTopology(node)
 		return
 	}
 	info, err := ParseNodeResourceTopology(nrt)

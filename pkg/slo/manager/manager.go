@@ -130,6 +130,7 @@ var lenientKinds = map[reflect.Type]lenient.Kind{
 	reflect.TypeFor[*analysisv1alpha1.Recommendation]():        lenient.Recommendations,
 	reflect.TypeFor[*analysisv1alpha1.RecommendationProfile](): lenient.RecommendationProfiles,
 	reflect.TypeFor[*schedulingsigsv1alpha1.PodGroup]():        lenient.PodGroups,
+	reflect.TypeFor[*schedulingsigsv1alpha1.ElasticQuota]():    lenient.ElasticQuotas,
 }
 
 func metricsOptions(o Options) metricsserver.Options {

@@ -56,7 +56,10 @@ func amountsOf(l corev1.ResourceList) amounts {
 // they are batch or free. Unallocated is capacity less reserved and prod
 // pods' requests. Each is capped by batch*ThresholdPercent and
 // mid*ThresholdPercent of capacity. A node whose NodeMetric is missing or
-// older than the degrade time offers nothing: its slack is unknown.
+// older than the degrade time offers nothing: its slack is unknown; so does
+// one that reports node or system usage below zero or beyond its capacity.
+// A pod's or host application's figure beyond the node's capacity is
+// dropped, and the offer never exceeds capacity.
 func Calculate(node *corev1.Node, metric *slov1alpha1.NodeMetric, pods []*corev1.Pod, c config.Colocation, now time.Time) Offer {
 	if metric == nil || metric.Status.UpdateTime == nil || metric.Status.NodeMetric == nil {
 		return Offer{Reason: "degraded: no NodeMetric reported yet"}
@@ -73,10 +76,28 @@ func Calculate(node *corev1.Node, metric *slov1alpha1.NodeMetric, pods []*corev1
 		reserved = amounts{}
 	}
 
+	// The NodeMetric is the node's own account (its koordlet writes it):
+	// figures the node cannot have are not measurements. A node that claims
+	// impossible usage offers nothing; a pod's impossible figure is dropped
+	// (the pod counts at its request, as if not measured yet).
+	nm := metric.Status.NodeMetric
+	for _, f := range []struct {
+		field string
+		usage corev1.ResourceList
+	}{{"nodeUsage", nm.NodeUsage.ResourceList}, {"systemUsage", nm.SystemUsage.ResourceList}} {
+		if why := beyond(f.usage, node); why != "" {
+			return Offer{Reason: fmt.Sprintf("degraded: NodeMetric status.nodeMetric.%s %s: the node's slack is unknown", f.field, why)}
+		}
+	}
 	usage := make(map[string]*slov1alpha1.PodMetricInfo, len(metric.Status.PodsMetric))
 	var podsUsed amounts
+	dropped := 0
 	for _, pm := range metric.Status.PodsMetric {
 		if pm == nil {
+			continue
+		}
+		if beyond(pm.PodUsage.ResourceList, node) != "" {
+			dropped++
 			continue
 		}
 		usage[pm.Namespace+"/"+pm.Name] = pm
@@ -128,13 +149,15 @@ func Calculate(node *corev1.Node, metric *slov1alpha1.NodeMetric, pods []*corev1
 	// The system's share: reported directly (with host applications above
 	// the batch band, which run on the reserved share), else what the node
 	// uses beyond its pods.
-	nm := metric.Status.NodeMetric
 	system := amountsOf(nm.SystemUsage.ResourceList)
 	if len(nm.SystemUsage.ResourceList) == 0 {
 		system = amountsOf(nm.NodeUsage.ResourceList).sub(podsUsed).atLeastZero()
 	}
 	for _, app := range metric.Status.HostApplicationMetric {
-		if app != nil && app.Priority != extension.PriorityBatch && app.Priority != extension.PriorityFree {
+		if app == nil || beyond(app.Usage.ResourceList, node) != "" {
+			continue
+		}
+		if app.Priority != extension.PriorityBatch && app.Priority != extension.PriorityFree {
 			system = system.add(amountsOf(app.Usage.ResourceList))
 		}
 	}
@@ -164,6 +187,12 @@ func Calculate(node *corev1.Node, metric *slov1alpha1.NodeMetric, pods []*corev1
 		batch.mem = min(batch.mem, percentOf(capacity.mem, *p))
 	}
 
+	batch = batch.min(capacity)
+	dropNote := ""
+	if dropped > 0 {
+		dropNote = fmt.Sprintf("; %d pod figures beyond the node's capacity ignored", dropped)
+	}
+
 	mid, midReason := calculateMid(c, capacity, amountsOf(nm.NodeUsage.ResourceList), systemOrReserved, prodRequest, metric.Status.ProdReclaimableMetric)
 	return Offer{
 		BatchMilliCPU: batch.cpu, BatchMemory: batch.mem,
@@ -171,8 +200,29 @@ func Calculate(node *corev1.Node, metric *slov1alpha1.NodeMetric, pods []*corev1
 		Reason: fmt.Sprintf("batch cpu %dm = capacity %dm − margin %dm − max(system %dm, reserved %dm) − %d high-priority pods by %s; "+
 			"batch memory %d = %d − %d − max(%d, %d) − pods by %s; %s",
 			batch.cpu, capacity.cpu, margin.cpu, system.cpu, reserved.cpu, hp, cpuBy,
-			batch.mem, capacity.mem, margin.mem, system.mem, reserved.mem, memBy, midReason),
+			batch.mem, capacity.mem, margin.mem, system.mem, reserved.mem, memBy, midReason) + dropNote,
 	}
+}
+
+// beyond says why usage is not a figure node can have (negative, or more
+// than its capacity of cpu or memory), "" when it can. It compares
+// quantities, so that a value too large for int64 arithmetic is caught
+// before any sum.
+func beyond(usage corev1.ResourceList, node *corev1.Node) string {
+	capacity := node.Status.Capacity
+	if len(capacity) == 0 {
+		capacity = node.Status.Allocatable
+	}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		q, ok := usage[r]
+		if !ok {
+			continue
+		}
+		if c := capacity[r]; q.Sign() < 0 || q.Cmp(c) > 0 {
+			return fmt.Sprintf("%s %s is outside [0, capacity %s]", r, q.String(), c.String())
+		}
+	}
+	return ""
 }
 
 // calculateMid is Koordinator's mid formula: in static mode a share of

@@ -215,3 +215,37 @@ func TestNeedsWrite(t *testing.T) {
 		t.Error("degrading to nothing must always be written")
 	}
 }
+
+// A node's own NodeMetric is a claim: negative usage or usage beyond the
+// node's capacity is no measurement. Node or system figures like that offer
+// nothing; a pod's is dropped (the pod counts at its request), and no offer
+// exceeds capacity. Before, a pod reported at -9e15 cores made batch-cpu
+// 9000000000001001200.
+func TestCalculateRefusesImpossibleUsage(t *testing.T) {
+	c := config.DefaultColocation() // 60 % CPU, 65 % memory
+	c.Enable = true
+	n := node("10", "100Gi")
+	web := pod("web", 9000, extension.QoSLS, res("2", "4Gi"))
+	honest := Calculate(n, metric(now, res("1", "1Gi"), usage("web", "1", "2Gi")), []*corev1.Pod{web}, c, now)
+	for name, m := range map[string]*slov1alpha1.NodeMetric{
+		"negative pod":         metric(now, res("1", "1Gi"), usage("web", "-9000000000000000", "2Gi")),
+		"pod over capacity":    metric(now, res("1", "1Gi"), usage("web", "1", "1e30")),
+		"negative ghost pod":   metric(now, res("1", "1Gi"), usage("web", "1", "2Gi"), usage("ghost", "-9000000000000000", "-1Ei")),
+		"huge ghost pod":       metric(now, res("1", "1Gi"), usage("web", "1", "2Gi"), usage("ghost", "1e30", "1e30")),
+		"negative system":      metric(now, res("-100", "1Gi"), usage("web", "1", "2Gi")),
+		"system over capacity": metric(now, res("11", "1Gi"), usage("web", "1", "2Gi")),
+	} {
+		got := Calculate(n, m, []*corev1.Pod{web}, c, now)
+		if got.BatchMilliCPU < 0 || got.BatchMilliCPU > honest.BatchMilliCPU || got.BatchMemory < 0 || got.BatchMemory > honest.BatchMemory {
+			t.Errorf("%s: batch cpu %dm memory %d, want within [0, the honest %dm and %d] (%s)", name, got.BatchMilliCPU, got.BatchMemory, honest.BatchMilliCPU, honest.BatchMemory, got.Reason)
+		}
+	}
+	got := Calculate(n, metric(now, res("-100", "1Gi")), []*corev1.Pod{web}, c, now)
+	if got.BatchMilliCPU != 0 || !strings.Contains(got.Reason, "status.nodeMetric.systemUsage cpu -100 is outside [0, capacity 10]") {
+		t.Errorf("negative system usage: %+v, want nothing offered, naming the field", got)
+	}
+	got = Calculate(n, metric(now, res("1", "1Gi"), usage("web", "-9000000000000000", "2Gi")), []*corev1.Pod{web}, c, now)
+	if !strings.Contains(got.Reason, "1 pod figures beyond the node's capacity ignored") {
+		t.Errorf("negative pod usage: reason %q does not say it was ignored", got.Reason)
+	}
+}
