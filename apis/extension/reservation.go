@@ -115,3 +115,12 @@ func (a *ReservationAllocated) Marshal() (string, error) {
 func IsReservationIgnored(pod *corev1.Pod) bool {
 	return pod.Labels[LabelReservationIgnored] == "true"
 }
+
+// AnnotationReservationOwnersAnyNamespace set to "true" on a Reservation
+// lets its owners given by labelSelector (or by controller name without a
+// namespace) be pods of every namespace, as in Koordinator. Without it they
+// are pods of the reservation template's namespace only ("default" when the
+// template names none): a Reservation is cluster-scoped, and any tenant
+// could otherwise label its pods like another namespace's owners and
+// consume what was reserved for them. Koord's own key.
+const AnnotationReservationOwnersAnyNamespace = "koord.sh/reservation-owners-any-namespace"

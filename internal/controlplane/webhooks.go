@@ -42,6 +42,9 @@ func WebhookConfigurations(port int) (*admissionregistrationv1.MutatingWebhookCo
 			Name: "vclustercolocationprofile.koordinator.sh", ClientConfig: url("/validate-clustercolocationprofile"), Rules: rule("config.koordinator.sh", "v1alpha1", "clustercolocationprofiles", create, update),
 			FailurePolicy: &ignore, SideEffects: &none, TimeoutSeconds: ptr.To[int32](10), AdmissionReviewVersions: []string{"v1"},
 		}, {
+			Name: "velasticquota.koordinator.sh", ClientConfig: url("/validate-elasticquota"), Rules: rule("scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas", create),
+			FailurePolicy: &ignore, SideEffects: &none, TimeoutSeconds: ptr.To[int32](10), AdmissionReviewVersions: []string{"v1"},
+		}, {
 			Name: "vconfigmap.koordinator.sh", ClientConfig: url("/validate-configmap"), Rules: rule("", "v1", "configmaps", create, update),
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "koord-system"}},
 			MatchConditions:   []admissionregistrationv1.MatchCondition{{Name: "slo-controller-config", Expression: "object.metadata.name == 'slo-controller-config'"}},

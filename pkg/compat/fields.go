@@ -102,6 +102,12 @@ var Fields = []Field{
 	{NodeMetric, "status.nodeMetric.aggregatedSystemUsages", "", NotActedOn, "batch resources use the latest system usage"},
 	{NodeMetric, "status.nodeMetric.numaUsages.*.systemUsage", "", NotActedOn, "batch resources are computed per node, not per NUMA node"},
 	{NodeMetric, "status.prodPeakMetric", "", NotActedOn, ""},
+	{NodeMetric, "status.podsMetric.*.podUsage", "", Differs,
+		"a figure below zero or beyond the node's capacity is no measurement: the pod counts at its request; nodeUsage or systemUsage like that makes the node offer no batch or mid capacity (Koordinator computes with them)"},
+
+	// Reservation: who may consume it.
+	{Reservation, "spec.owners.*.labelSelector", "", Differs,
+		"owners found by labels (or by a controller's name without namespace or UID) are pods of the template's namespace, default when it names none; annotate the Reservation koord.sh/reservation-owners-any-namespace=true for Koordinator's every-namespace match"},
 
 	// Annotations and labels Koord acts on by a rule of its own.
 	{PodAnnotation, "scheduling.koordinator.sh/resource-spec.preferredCPUBindPolicy", "SpreadByPCPUs", Differs,
@@ -110,6 +116,8 @@ var Fields = []Field{
 		"single- and multi-NUMA pods may share a NUMA node"},
 	{PodAnnotation, "scheduling.koordinator.sh/resource-spec.preferredCPUBindPolicy", "FullPCPUs", Differs,
 		"never falls back to half cores: a pod that cannot have whole cores stays pending"},
+	{PodLabel, "koordinator.sh/qosClass", "", Differs,
+		"koordlet treats a pod that asks for kubernetes.io/batch-* as BE whatever the label says (batch limits, BE CPU suppression and priority, eviction); admission policy koord-qos-class refuses such a pod labelled otherwise, and a change of the label once the pod is placed"},
 	{PodLabel, "quota.scheduling.koordinator.sh/preemptible", "false", Differs,
 		"the pod must fit in its quota's min for every resource the quota's max names (a resource the min does not name has a min of 0), not only those the min names; once the pod is placed the label cannot change (admission policy koord-quota-labels)"},
 

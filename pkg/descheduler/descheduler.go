@@ -126,11 +126,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, err
 	}
 	migArgs := o.Config.Run[0].MigrationController
-	if err := (&migration.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Kube: kube, Args: migArgs, Recorder: mgr.GetEventRecorderFor("koord-descheduler")}).SetupWithManager(mgr); err != nil {
+	guard := &migration.Guard{}
+	if err := (&migration.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Kube: kube, Args: migArgs, Guard: guard,
+		Recorder: mgr.GetEventRecorderFor("koord-descheduler")}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	m := newMetrics(ctrlmetrics.Registry)
-	if err := mgr.Add(&rounds{o: o, kube: kube, dyn: dyn, c: mgr.GetClient(), metrics: m}); err != nil {
+	if err := mgr.Add(&rounds{o: o, kube: kube, dyn: dyn, c: mgr.GetClient(), metrics: m, guard: guard}); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -154,6 +156,8 @@ type rounds struct {
 	dyn     dynamic.Interface
 	c       client.Client
 	metrics *metrics
+	// guard gets its rules once the caches they read have synced.
+	guard *migration.Guard
 }
 
 func (r *rounds) NeedLeaderElection() bool { return true }
@@ -242,6 +246,10 @@ func (r *rounds) Start(ctx context.Context) error {
 		profiles = append(profiles, prof)
 		selectors = append(selectors, sel)
 	}
+	setGuard, err := r.guardRules(ctx, factory, podEvictor, getPods)
+	if err != nil {
+		return err
+	}
 	factory.Start(ctx.Done())
 	go nmInformer.Run(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
@@ -252,6 +260,7 @@ func (r *rounds) Start(ctx context.Context) error {
 	if !toolscache.WaitForCacheSync(ctx.Done(), nmInformer.HasSynced) {
 		return ctx.Err()
 	}
+	setGuard()
 	logger.Info("Descheduling", "profiles", len(profiles), "interval", r.o.Config.DeschedulingInterval.Duration, "dryRun", r.o.Config.DryRun)
 	for {
 		start := time.Now()
@@ -276,6 +285,42 @@ func (r *rounds) Start(ctx context.Context) error {
 		case <-time.After(r.o.Config.DeschedulingInterval.Duration):
 		}
 	}
+}
+
+// guardRules builds the rules every PodMigrationJob is held to (see
+// migration.Guard): the first profile's MigrationController namespaces and
+// the framework's DefaultEvictor with its args, the very filter LowNodeLoad
+// moves pods through. The returned function installs them; call it once
+// the factory's caches have synced.
+func (r *rounds) guardRules(ctx context.Context, factory informers.SharedInformerFactory, podEvictor *evictions.PodEvictor, getPods podutil.GetPodsAssignedToNodeFunc) (func(), error) {
+	mc := r.o.Config.Run[0].MigrationController
+	var ev *defaultevictor.DefaultEvictor
+	reg := pluginregistry.NewRegistry()
+	pluginregistry.Register(v1alpha2.MigrationControllerName, func(ctx context.Context, args runtime.Object, h frameworktypes.Handle) (frameworktypes.Plugin, error) {
+		pl, err := defaultevictor.New(ctx, args, h)
+		if err == nil {
+			ev, _ = pl.(*defaultevictor.DefaultEvictor)
+		}
+		return pl, err
+	}, &defaultevictor.DefaultEvictor{}, &defaultevictor.DefaultEvictorArgs{}, nil, nil, reg)
+	_, err := frameworkprofile.NewProfile(ctx, deschedulerapi.DeschedulerProfile{
+		Name:          "koord-migration-guard",
+		PluginConfigs: []deschedulerapi.PluginConfig{{Name: v1alpha2.MigrationControllerName, Args: evictorArgs(mc)}},
+		Plugins: deschedulerapi.Plugins{
+			Filter:            deschedulerapi.PluginSet{Enabled: []string{v1alpha2.MigrationControllerName}},
+			PreEvictionFilter: deschedulerapi.PluginSet{Enabled: []string{v1alpha2.MigrationControllerName}},
+		},
+	}, reg, frameworkprofile.WithClientSet(r.kube), frameworkprofile.WithSharedInformerFactory(factory),
+		frameworkprofile.WithPodEvictor(podEvictor), frameworkprofile.WithGetPodsAssignedToNodeFnc(getPods))
+	if err != nil {
+		return nil, fmt.Errorf("the PodMigrationJob guard: %w", err)
+	}
+	if ev == nil {
+		return nil, fmt.Errorf("the PodMigrationJob guard: %s did not build", v1alpha2.MigrationControllerName)
+	}
+	return func() {
+		r.guard.Set(migration.GuardRules{Namespace: namespaces(mc.Namespaces), Filter: ev.Filter, PreEvictionFilter: ev.PreEvictionFilter})
+	}, nil
 }
 
 func ready(n *corev1.Node) bool {

@@ -61,6 +61,10 @@ const (
 	// off; Koord's is on: refusing at apply time loses nothing, while an
 	// accepted invalid key is only reported afterwards.
 	ConfigMapValidatingWebhook featuregate.Feature = "ConfigMapValidatingWebhook"
+	// ElasticValidatingWebhook lets koord-manager refuse an ElasticQuota
+	// whose name another namespace's quota already has (quota names are
+	// cluster-wide, as in Koordinator).
+	ElasticValidatingWebhook featuregate.Feature = "ElasticValidatingWebhook"
 	// ColocationProfileSkipMutatingResources keeps the pod webhook from
 	// moving cpu and memory to batch or mid resources.
 	ColocationProfileSkipMutatingResources featuregate.Feature = "ColocationProfileSkipMutatingResources"
@@ -89,6 +93,7 @@ var defaults = map[featuregate.Feature]featuregate.FeatureSpec{
 	PodMutatingWebhook:                      {Default: true, PreRelease: featuregate.Beta},
 	PodValidatingWebhook:                    {Default: true, PreRelease: featuregate.Beta},
 	ConfigMapValidatingWebhook:              {Default: true, PreRelease: featuregate.Beta},
+	ElasticValidatingWebhook:                {Default: true, PreRelease: featuregate.Beta},
 	ColocationProfileSkipMutatingResources:  {Default: false, PreRelease: featuregate.Alpha},
 	ColocationProfileSkipValidatingPriority: {Default: false, PreRelease: featuregate.Alpha},
 	ResourceRecommender:                     {Default: false, PreRelease: featuregate.Alpha},

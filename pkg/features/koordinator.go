@@ -17,7 +17,6 @@ import (
 var koordinatorOnly = map[featuregate.Feature]featuregate.FeatureSpec{
 	// koord-manager: webhooks, quotas, colocation profiles.
 	"ElasticMutatingWebhook":                    {Default: true, PreRelease: featuregate.Beta},
-	"ElasticValidatingWebhook":                  {Default: true, PreRelease: featuregate.Beta},
 	"NodeMutatingWebhook":                       {Default: false, PreRelease: featuregate.Alpha},
 	"NodeValidatingWebhook":                     {Default: false, PreRelease: featuregate.Alpha},
 	"ReservationMutatingWebhook":                {Default: false, PreRelease: featuregate.Alpha},

@@ -11,9 +11,11 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/koord-project/koord/apis/extension"
 	schedulingsigsv1alpha1 "github.com/koord-project/koord/apis/schedulingsigs/v1alpha1"
@@ -113,6 +115,9 @@ func Show(name corev1.ResourceName, m int64) string {
 // Quota is one ElasticQuota as the tree reads it.
 type Quota struct {
 	Name, Namespace string
+	// Created and UID order quotas that share a name: the older one keeps it.
+	Created time.Time
+	UID     types.UID
 	extension.QuotaSpec
 	Min, Max Vec
 	// Weight is the shared weight (its max when not given).
@@ -124,7 +129,7 @@ type Quota struct {
 
 // QuotaOf reads an ElasticQuota.
 func QuotaOf(eq *schedulingsigsv1alpha1.ElasticQuota) *Quota {
-	q := &Quota{Name: eq.Name, Namespace: eq.Namespace, Min: VecOf(eq.Spec.Min), Max: VecOf(eq.Spec.Max)}
+	q := &Quota{Name: eq.Name, Namespace: eq.Namespace, Created: eq.CreationTimestamp.Time, UID: eq.UID, Min: VecOf(eq.Spec.Min), Max: VecOf(eq.Spec.Max)}
 	q.QuotaSpec, q.Err = extension.GetQuotaSpec(eq.Labels, eq.Annotations)
 	if q.Err != nil {
 		q.Err = fmt.Errorf("ElasticQuota %s/%s: %w", eq.Namespace, eq.Name, q.Err)
@@ -170,13 +175,24 @@ type Shares struct {
 // or is not marked is-parent, or that sits in a cycle gets an Err.
 func NewTree(list []*Quota) *Tree {
 	t := &Tree{quotas: map[string]*Quota{}, children: map[string][]string{}}
-	sort.SliceStable(list, func(i, j int) bool { return list[i].Namespace+"/"+list[i].Name < list[j].Namespace+"/"+list[j].Name })
+	// Koordinator's quota names are cluster-wide: of two quotas of one name
+	// the older keeps it, by creation time then UID (a rule that does not
+	// depend on event order, nor lets a quota created later in a namespace
+	// that sorts first take an existing one's name).
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if !a.Created.Equal(b.Created) {
+			return a.Created.Before(b.Created)
+		}
+		if a.UID != b.UID {
+			return a.UID < b.UID
+		}
+		return a.Namespace < b.Namespace
+	})
 	for _, q := range list {
 		if old, ok := t.quotas[q.Name]; ok {
-			// Koordinator's quota names are cluster-wide: the second is
-			// refused, by a rule that does not depend on event order.
 			if q.Err == nil {
-				q.Err = fmt.Errorf("ElasticQuota %s/%s: the name %s is taken by %s/%s (quota names are cluster-wide)", q.Namespace, q.Name, q.Name, old.Namespace, old.Name)
+				q.Err = fmt.Errorf("ElasticQuota %s/%s: the name %s is taken by the older %s/%s (quota names are cluster-wide)", q.Namespace, q.Name, q.Name, old.Namespace, old.Name)
 			}
 			continue
 		}

@@ -3,6 +3,7 @@ package quota
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -245,5 +246,30 @@ func TestLedgerVersion(t *testing.T) {
 	}
 	if got := l.UsedBy("a")[corev1.ResourceCPU]; got != 0 {
 		t.Fatalf("used after removal: %d", got)
+	}
+}
+
+// Quota names are cluster-wide: the older of two quotas of one name keeps
+// it, whichever namespace sorts first; the younger cannot be used and says
+// whose the name is.
+func TestNameClashOlderWins(t *testing.T) {
+	old, young := eq("team-b", "team-b", "4", "8", nil, nil), eq("aaa", "team-b", "8", "8", nil, nil)
+	old.Created = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	young.Created = old.Created.Add(time.Hour)
+	for _, order := range [][]*Quota{{old, young}, {young, old}} {
+		old.Err, young.Err = nil, nil
+		tree := NewTree(order)
+		if got := tree.Get("team-b"); got != old || got.Err != nil {
+			t.Errorf("team-b is %s/%s (%v), want the older team-b/team-b", got.Namespace, got.Name, got.Err)
+		}
+		if young.Err == nil || !strings.Contains(young.Err.Error(), "ElasticQuota aaa/team-b: the name team-b is taken by the older team-b/team-b") {
+			t.Errorf("the younger quota: %v", young.Err)
+		}
+	}
+	// Created in the same second: the UID decides, the same way every time.
+	a, b := eq("x", "q", "1", "1", nil, nil), eq("y", "q", "1", "1", nil, nil)
+	a.UID, b.UID = "2", "1"
+	if NewTree([]*Quota{a, b}).Get("q") != b || NewTree([]*Quota{b, a}).Get("q") != b {
+		t.Error("same creation time: the smaller UID must keep the name")
 	}
 }

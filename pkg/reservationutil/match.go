@@ -35,20 +35,37 @@ func IsOwner(r *schedulingv1alpha1.Reservation, pod *corev1.Pod) bool {
 type Owners struct {
 	entries   []schedulingv1alpha1.ReservationOwner
 	selectors []labels.Selector // nil where the entry has none; Nothing() where it is invalid
+	// namespace is where owners named by labelSelector or by controller
+	// name alone must be (OwnerNamespace); "" is every namespace.
+	namespace string
 	// spec names the owners as written: reservations made for one workload
 	// usually share them, and a pod checked against a node's reservations
 	// needs matching once per distinct spec (SameAs).
 	spec unique.Handle[string]
 }
 
+// OwnerNamespace is the namespace r's owners given by labelSelector, or by
+// controller name without a namespace, must be in: its template's ("default"
+// when it names none), or "" (any) when r is annotated
+// koord.sh/reservation-owners-any-namespace=true.
+func OwnerNamespace(r *schedulingv1alpha1.Reservation) string {
+	if r.Annotations[extension.AnnotationReservationOwnersAnyNamespace] == "true" {
+		return ""
+	}
+	if t := r.Spec.Template; t != nil && t.Namespace != "" {
+		return t.Namespace
+	}
+	return metav1.NamespaceDefault
+}
+
 // CompileOwners parses r's owner selectors.
 func CompileOwners(r *schedulingv1alpha1.Reservation) Owners {
-	o := Owners{entries: r.Spec.Owners, selectors: make([]labels.Selector, len(r.Spec.Owners))}
+	o := Owners{entries: r.Spec.Owners, selectors: make([]labels.Selector, len(r.Spec.Owners)), namespace: OwnerNamespace(r)}
 	// encoding/json writes struct fields in order and map keys sorted, so
 	// equal specs give equal text. It cannot fail on these types; if it
 	// did, the reservation's UID keeps its spec apart from every other.
 	if b, err := json.Marshal(r.Spec.Owners); err == nil {
-		o.spec = unique.Make(string(b))
+		o.spec = unique.Make(o.namespace + "/" + string(b))
 	} else {
 		o.spec = unique.Make("uid/" + string(r.UID))
 	}
@@ -124,25 +141,30 @@ func PodKeys(pod *corev1.Pod) []string {
 	return keys
 }
 
-// SameAs reports whether o and p were compiled from equal owner specs, so
-// that any pod matches both or neither: Match reads nothing of a reservation
-// but its owners (were it to read, say, the template's namespace, that would
-// have to be part of spec).
+// SameAs reports whether o and p were compiled from equal owner specs and
+// owner namespaces, so that any pod matches both or neither: Match reads
+// nothing else of a reservation.
 func (o Owners) SameAs(p Owners) bool { return o.spec == p.spec }
 
 // Match reports whether pod matches any entry.
 func (o Owners) Match(pod *corev1.Pod) bool {
 	for i := range o.entries {
-		if ownerMatches(&o.entries[i], o.selectors[i], pod) {
+		if ownerMatches(&o.entries[i], o.selectors[i], o.namespace, pod) {
 			return true
 		}
 	}
 	return false
 }
 
-func ownerMatches(o *schedulingv1alpha1.ReservationOwner, sel labels.Selector, pod *corev1.Pod) bool {
+func ownerMatches(o *schedulingv1alpha1.ReservationOwner, sel labels.Selector, namespace string, pod *corev1.Pod) bool {
 	if o.Object == nil && o.Controller == nil && o.LabelSelector == nil {
 		return false // an empty entry matches nothing, not everything
+	}
+	// An object names its namespace and a controller's UID is unique; an
+	// owner found by labels or by a controller's name alone is held to the
+	// reservation's namespace.
+	if scoped := o.Object == nil && (o.Controller == nil || (o.Controller.UID == "" && o.Controller.Namespace == "")); scoped && namespace != "" && pod.Namespace != namespace {
+		return false
 	}
 	if obj := o.Object; obj != nil {
 		if obj.Kind != "" && obj.Kind != "Pod" {

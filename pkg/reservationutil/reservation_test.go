@@ -27,8 +27,9 @@ func reservation(name string, owners ...schedulingv1alpha1.ReservationOwner) *sc
 	return &schedulingv1alpha1.Reservation{
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"pool": "web"}},
 		Spec: schedulingv1alpha1.ReservationSpec{
-			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: res("4", "8Gi")}}}}},
-			Owners:   owners,
+			Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Namespace: "prod"},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: res("4", "8Gi")}}}}},
+			Owners: owners,
 		},
 		Status: schedulingv1alpha1.ReservationStatus{Phase: schedulingv1alpha1.ReservationAvailable, NodeName: "n1", Allocatable: res("4", "8Gi")},
 	}
@@ -62,10 +63,8 @@ func TestIsOwner(t *testing.T) {
 			OwnerReference: metav1.OwnerReference{Kind: "StatefulSet", Name: "web-7d9"}}}, false},
 		{"controller in another namespace", schedulingv1alpha1.ReservationOwner{Controller: &schedulingv1alpha1.ReservationControllerReference{
 			OwnerReference: metav1.OwnerReference{UID: "rs-uid"}, Namespace: "dev"}}, false},
-		// As Koordinator matches it: no namespace is any namespace, not the
-		// template's (a reservation's template names none here, and "" is
-		// not the pod's "prod").
-		{"controller without a namespace, pod in any", schedulingv1alpha1.ReservationOwner{Controller: &schedulingv1alpha1.ReservationControllerReference{
+		// A controller by name alone is the template's namespace's.
+		{"controller without a namespace, pod in the template's", schedulingv1alpha1.ReservationOwner{Controller: &schedulingv1alpha1.ReservationControllerReference{
 			OwnerReference: metav1.OwnerReference{Kind: "ReplicaSet", Name: "web-7d9"}}}, true},
 		{"label selector", schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}, true},
 		{"label selector expression", schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
@@ -91,6 +90,42 @@ func TestIsOwner(t *testing.T) {
 	}
 	if IsOwner(r, testPod("prod", "orphan", nil, nil)) {
 		t.Error("a pod without a controller must not match by a controller entry or an unrelated entry")
+	}
+}
+
+// Owners found by labels (or by a controller's name alone) are pods of the
+// template's namespace: a pod elsewhere labelled like them is not an owner,
+// unless the Reservation opts in to every namespace (Koordinator's rule).
+func TestOwnersByLabelStayInTheirNamespace(t *testing.T) {
+	yes := true
+	rs := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9", UID: "other-uid", Controller: &yes}
+	squatter := testPod("team-b", "web-1", map[string]string{"app": "web"}, &rs)
+	byLabel := schedulingv1alpha1.ReservationOwner{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+	byName := schedulingv1alpha1.ReservationOwner{Controller: &schedulingv1alpha1.ReservationControllerReference{OwnerReference: metav1.OwnerReference{Kind: "ReplicaSet", Name: "web-7d9"}}}
+	for _, o := range []schedulingv1alpha1.ReservationOwner{byLabel, byName} {
+		r := reservation("r", o)
+		if IsOwner(r, squatter) {
+			t.Errorf("owner %+v: a team-b pod owns a reservation of namespace prod", o)
+		}
+		if !IsOwner(r, testPod("prod", "web-2", map[string]string{"app": "web"}, &rs)) {
+			t.Errorf("owner %+v: the prod pod is not an owner", o)
+		}
+		r.Annotations = map[string]string{extension.AnnotationReservationOwnersAnyNamespace: "true"}
+		if !IsOwner(r, squatter) {
+			t.Errorf("owner %+v with %s=true: the team-b pod is not an owner", o, extension.AnnotationReservationOwnersAnyNamespace)
+		}
+	}
+	// No namespace in the template: "default", as for a pod without one.
+	r := reservation("r", byLabel)
+	r.Spec.Template.Namespace = ""
+	if IsOwner(r, testPod("prod", "web-2", map[string]string{"app": "web"}, nil)) || !IsOwner(r, testPod("default", "web-3", map[string]string{"app": "web"}, nil)) {
+		t.Error("a template without a namespace: owners by label must be pods of default")
+	}
+	// Equal owners in different namespaces are not the same owners.
+	a, b := reservation("a", byLabel), reservation("b", byLabel)
+	b.Spec.Template.Namespace = "team-b"
+	if CompileOwners(a).SameAs(CompileOwners(b)) {
+		t.Error("SameAs ignores the owners' namespace")
 	}
 }
 

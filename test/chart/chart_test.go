@@ -404,8 +404,8 @@ func TestWebhooks(t *testing.T) {
 		return out
 	}
 	all := append(webhooks(mwc), webhooks(vwc)...)
-	if len(all) != 5 {
-		t.Fatalf("%d webhooks, want the pod mutating one and four validating ones", len(all))
+	if len(all) != 6 {
+		t.Fatalf("%d webhooks, want the pod mutating one and five validating ones", len(all))
 	}
 	for _, w := range all {
 		if w["failurePolicy"] != "Ignore" || fmt.Sprint(w["timeoutSeconds"]) != "10" || w["sideEffects"] != "None" {

@@ -52,6 +52,9 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// Limiter paces evictions (evictQPS, evictBurst).
 	Limiter *rate.Limiter
+	// Guard says which pods may move at all; a job for any other fails
+	// with ForbiddenMigratePod before anything is reserved or evicted.
+	Guard *Guard
 	// Now is the clock (tests set it).
 	Now func() time.Time
 }
@@ -131,6 +134,16 @@ func (r *Reconciler) step(ctx context.Context, req reconcile.Request) (reconcile
 		return reconcile.Result{}, r.finish(ctx, job, schedulingv1alpha1.PodMigrationJobFailed, schedulingv1alpha1.PodMigrationJobReasonMissingPod, "the pod is gone")
 	}
 	if job.Status.Phase == "" || job.Status.Phase == schedulingv1alpha1.PodMigrationJobPending {
+		if r.Guard != nil {
+			why, ready := r.Guard.Forbidden(pod)
+			if !ready {
+				return reconcile.Result{RequeueAfter: time.Second}, r.status(ctx, job, schedulingv1alpha1.PodMigrationJobPending, "Waiting", "the descheduler's caches have not synced yet")
+			}
+			if why != "" {
+				return reconcile.Result{}, r.finish(ctx, job, schedulingv1alpha1.PodMigrationJobFailed, schedulingv1alpha1.PodMigrationJobReasonForbiddenMigratePod,
+					fmt.Sprintf("pod %s/%s may not be moved: %s", pod.Namespace, pod.Name, why))
+			}
+		}
 		if r.Args.DryRun {
 			return reconcile.Result{}, r.status(ctx, job, schedulingv1alpha1.PodMigrationJobPending, "DryRun", "dry run: would move the pod; nothing is done")
 		}

@@ -19,7 +19,7 @@ func TestBindCarriesClaim(t *testing.T) {
 	r := withOwners(available("r1", "n1", "2"), "web")
 	p := testPlugin(r)
 	owner, stranger := appPod("web-1", "web", "2"), appPod("batch-1", "batch", "1")
-	owner.Namespace, stranger.Namespace = "default", "default"
+	owner.Namespace, stranger.Namespace = "prod", "prod"
 	h := &frameworkexttest.Handle{Client: fake.NewClientset(owner, stranger), Bind: []string{Name, "NodeNUMAResource", "DefaultBinder"}}
 	p.handle = h
 	ctx := context.Background()
@@ -65,14 +65,14 @@ func TestBindCarriesClaim(t *testing.T) {
 	// remove an annotation, so PreBind patches it off, and the pod goes on to
 	// the next binder.
 	stranger.Annotations = map[string]string{extension.AnnotationReservationAllocated: `{"name":"r1","uid":"old"}`}
-	if _, err := h.Client.CoreV1().Pods("default").Update(ctx, stranger, metav1.UpdateOptions{}); err != nil {
+	if _, err := h.Client.CoreV1().Pods("prod").Update(ctx, stranger, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cs, preflight = toPreBind(stranger)
 	if !preflight.IsSuccess() {
 		t.Errorf("stale claim: PreBindPreFlight %v, want Success", preflight)
 	}
-	if got, _ := h.Client.CoreV1().Pods("default").Get(ctx, stranger.Name, metav1.GetOptions{}); got.Annotations[extension.AnnotationReservationAllocated] != "" {
+	if got, _ := h.Client.CoreV1().Pods("prod").Get(ctx, stranger.Name, metav1.GetOptions{}); got.Annotations[extension.AnnotationReservationAllocated] != "" {
 		t.Errorf("stale claim still there: %v", got.Annotations)
 	}
 	if st := p.Bind(ctx, cs, stranger, "n1"); !st.IsSkip() {

@@ -27,7 +27,8 @@ func available(name, node, cpus string) *schedulingv1alpha1.Reservation {
 	return &schedulingv1alpha1.Reservation{
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
 		Spec: schedulingv1alpha1.ReservationSpec{
-			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu(cpus)}}}}},
+			// Its owners' namespace (owners by label are held to it).
+			Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Namespace: "prod"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu(cpus)}}}}},
 			// Every pod may own it (an empty selector).
 			Owners: []schedulingv1alpha1.ReservationOwner{{LabelSelector: &metav1.LabelSelector{}}},
 			// Owners stay within it: most tests count what it holds exactly.

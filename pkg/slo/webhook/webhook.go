@@ -1,7 +1,7 @@
 // Package webhook is koord-manager's admission webhooks: the pod mutating
 // webhook that applies ClusterColocationProfiles, and the validating
-// webhooks for pods, Reservations, ClusterColocationProfiles and the
-// slo-controller-config ConfigMap. The rules live in the profile and
+// webhooks for pods, Reservations, ClusterColocationProfiles, ElasticQuotas
+// and the slo-controller-config ConfigMap. The rules live in the profile and
 // validate packages; this package serves them over the controller-runtime
 // webhook server, skips the namespaces it must never intercept, honours the
 // feature gates and records koord_manager_webhook_* metrics.
@@ -94,6 +94,10 @@ func New(c client.Reader, o Options) (Handlers, error) {
 	cm.o.SkipNamespaces = nil
 	h[PathValidateConfigMap] = cm.serve("validate-configmap", gate(features.ConfigMapValidatingWebhook), func(ctx context.Context, req admission.Request) admission.Response {
 		return validateConfigMap(o.SLOConfig, req)
+	})
+	// Quota names are cluster-wide: every namespace's quota is checked.
+	h[PathValidateQuota] = cm.serve("validate-elasticquota", gate(features.ElasticValidatingWebhook), func(ctx context.Context, req admission.Request) admission.Response {
+		return validateQuota(ctx, c, req)
 	})
 	return h, nil
 }
@@ -209,10 +213,11 @@ func validateReservation(_ context.Context, req admission.Request) admission.Res
 	if err := json.Unmarshal(req.Object.Raw, r); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
+	warnings := validate.ReservationWarnings(r)
 	if errs := validate.Reservation(r); len(errs) > 0 {
-		return denied(errs)
+		return denied(errs).WithWarnings(warnings...)
 	}
-	return admission.Allowed("")
+	return admission.Allowed("").WithWarnings(warnings...)
 }
 
 func validateProfile(cl *cacheCluster, req admission.Request) admission.Response {

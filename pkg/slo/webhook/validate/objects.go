@@ -13,9 +13,28 @@ import (
 	colocationv1alpha1 "github.com/koord-project/koord/apis/colocation/v1alpha1"
 	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
+	"github.com/koord-project/koord/pkg/reservationutil"
 	"github.com/koord-project/koord/pkg/slo/config"
 	"github.com/koord-project/koord/pkg/slo/webhook/profile"
 )
+
+// ReservationWarnings tell the writer what Koord does differently from
+// Koordinator with the Reservation: owners found by labels (or by a
+// controller's name alone) are pods of one namespace only.
+func ReservationWarnings(r *schedulingv1alpha1.Reservation) []string {
+	ns := reservationutil.OwnerNamespace(r)
+	if ns == "" {
+		return nil
+	}
+	var out []string
+	for i, o := range r.Spec.Owners {
+		if o.Object == nil && (o.LabelSelector != nil || (o.Controller != nil && o.Controller.UID == "" && o.Controller.Namespace == "")) {
+			out = append(out, fmt.Sprintf("spec.owners[%d]: only pods of namespace %s are owners (the template's); annotate the Reservation %s=true to let pods of every namespace own it, as in Koordinator",
+				i, ns, extension.AnnotationReservationOwnersAnyNamespace))
+		}
+	}
+	return out
+}
 
 // Reservation checks what the CRD schema cannot: each owner names exactly
 // one kind of match and its selector parses, and the template is a pod the

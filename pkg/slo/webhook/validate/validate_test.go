@@ -143,6 +143,15 @@ func TestReservation(t *testing.T) {
 	if errs := Reservation(good()); len(errs) > 0 {
 		t.Fatalf("refused: %v", errs)
 	}
+	// Owners by label: the writer is told they are one namespace's.
+	if w := ReservationWarnings(good()); len(w) != 1 || !strings.Contains(w[0], "spec.owners[0]: only pods of namespace default are owners") {
+		t.Errorf("warnings %q, want spec.owners[0] named with namespace default", w)
+	}
+	anyNS := good()
+	anyNS.Annotations = map[string]string{extension.AnnotationReservationOwnersAnyNamespace: "true"}
+	if w := ReservationWarnings(anyNS); len(w) != 0 {
+		t.Errorf("warnings %q for a reservation open to every namespace", w)
+	}
 	// manifests/samples/reservation.yaml: an LSR template naming koord-prod
 	// (no spec.priority: nothing resolves a template's class), and one
 	// whose class is not a koord band.
