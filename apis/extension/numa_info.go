@@ -308,7 +308,7 @@ func (n *NUMAInfo) validate() (string, error) {
 // claimDisjoint records cpus as who's in owners, refusing a CPU another
 // entry has.
 func claimDisjoint(owners map[int]string, cpus cpuset.CPUSet, who string) error {
-	for _, c := range cpus.UnsortedList() {
+	for _, c := range cpus.List() {
 		if other, taken := owners[c]; taken {
 			return fmt.Errorf("%s and %s both list CPU %d", other, who, c)
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,23 +14,6 @@ import (
 	"github.com/koord-project/koord/apis/extension"
 	"github.com/koord-project/koord/internal/controlplane"
 )
-
-// webhookPort picks a free local port for koord-manager's webhook server and
-// installs the webhook configurations that call it there.
-func webhookPort(ctx context.Context, cp *controlplane.ControlPlane) (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	m, v := controlplane.WebhookConfigurations(port)
-	if _, err := cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, m, metav1.CreateOptions{}); err != nil {
-		return 0, err
-	}
-	_, err = cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, v, metav1.CreateOptions{})
-	return port, err
-}
 
 // admissionScene applies Koordinator's documented ClusterColocationProfile
 // and creates a pod written for stock Kubernetes in the namespace it

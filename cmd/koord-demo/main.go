@@ -277,7 +277,7 @@ func startManager(ctx context.Context, cp *controlplane.ControlPlane) (stop func
 	// The recommender with a warm-up the demo's twenty reports meet.
 	rcfg := recommender.Defaults()
 	rcfg.MinSamples, rcfg.WarmUp = 10, 5*time.Minute
-	port, err := webhookPort(ctx, cp)
+	port, err := cp.InstallWebhooks(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,9 @@
 package controlplane
 
 import (
+	"context"
 	"fmt"
+	"net"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,4 +53,22 @@ func WebhookConfigurations(port int) (*admissionregistrationv1.MutatingWebhookCo
 			FailurePolicy:     &ignore, SideEffects: &none, TimeoutSeconds: ptr.To[int32](10), AdmissionReviewVersions: []string{"v1"},
 		}}}
 	return m, v
+}
+
+// InstallWebhooks picks a free port on 127.0.0.1, creates the two webhook
+// configurations calling it there, and returns the port for koord-manager's
+// webhook server.
+func (cp *ControlPlane) InstallWebhooks(ctx context.Context) (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	m, v := WebhookConfigurations(port)
+	if _, err := cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, m, metav1.CreateOptions{}); err != nil {
+		return 0, err
+	}
+	_, err = cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, v, metav1.CreateOptions{})
+	return port, err
 }

@@ -149,3 +149,18 @@ func SimulateLoad(ctx context.Context, procfs string, cpus int, cores func() flo
 	}()
 	return d
 }
+
+// Hostile is the numa-info a compromised koordlet could publish to burn
+// whoever parses it: a machine of cpus CPUs on one NUMA node whose shared
+// pools and kubelet pins, entries of each, all name every CPU. rev changes
+// a pin's name, so that rewriting it is an update.
+func Hostile(cpus, entries, rev int) *extension.NUMAInfo {
+	info := Linux(1, 1, cpus, 1, 1<<30)
+	all := info.NUMANodes[0].CPUs
+	info.CPUSharedPools = nil
+	for i := range entries {
+		info.CPUSharedPools = append(info.CPUSharedPools, extension.CPUSharedPool{CPUSet: all})
+		info.PodCPUAllocs = append(info.PodCPUAllocs, extension.PodCPUAlloc{Namespace: "x", Name: fmt.Sprintf("p%d-%d", i, rev), UID: fmt.Sprint(i), CPUSet: all})
+	}
+	return info
+}
