@@ -37,7 +37,9 @@ func TestQuotaNameClashOlderWins(t *testing.T) {
 		}
 	}
 	quota := func(ns string) *schedulingsigsv1alpha1.ElasticQuota {
-		cpu := func(v string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)} }
+		cpu := func(v string) corev1.ResourceList {
+			return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
+		}
 		return &schedulingsigsv1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team-b"},
 			Spec: schedulingsigsv1alpha1.ElasticQuotaSpec{Min: cpu("4"), Max: cpu("8")}}
 	}
