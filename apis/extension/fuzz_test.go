@@ -70,7 +70,9 @@ func FuzzResourceStatus(f *testing.F) {
 	fuzzAnnotation(f, AnnotationResourceStatus, GetResourceStatus,
 		`{"cpuset":"0-3","numaNodeResources":[{"node":0,"resources":{"cpu":"4","memory":"8Gi"}}]}`,
 		`{"cpuset":"0-3,8"}`, `{"cpuset":"3-1"}`, `{"cpuset":"0-3","numaNodeResources":[{"node":-1}]}`,
-		`{"numaNodeResources":[{"node":0,"resources":{"cpu":"-1"}}]}`, `{"cpuset":"0-50000000"}`)
+		`{"numaNodeResources":[{"node":0,"resources":{"cpu":"-1"}}]}`, `{"cpuset":"0-50000000"}`,
+		// Quantity bombs (a second of ParseQuantity each, unbounded).
+		`{"numaNodeResources":[{"node":0,"resources":{"cpu":"1e-9999999","memory":"1e-99"}}]}`, `{"numaNodeResources":[{"node":0,"resources":{"memory":1e-300}}]}`)
 }
 
 func FuzzCustomUsageThresholds(f *testing.F) {
@@ -87,7 +89,7 @@ func FuzzCustomEstimatedScalingFactors(f *testing.F) {
 
 func FuzzNodeRawAllocatable(f *testing.F) {
 	fuzzAnnotation(f, AnnotationNodeRawAllocatable, GetNodeRawAllocatable,
-		`{"cpu":"32","memory":"64Gi"}`, `{"cpu":"-1"}`, `{"cpu":"x"}`, `[]`)
+		`{"cpu":"32","memory":"64Gi"}`, `{"cpu":"-1"}`, `{"cpu":"x"}`, `[]`, `{"cpu":"1e-9999999"}`, `{"memory":"`+strings.Repeat("9", 40)+`"}`)
 }
 
 func FuzzReservationAffinity(f *testing.F) {
@@ -138,6 +140,12 @@ func FuzzNUMAInfo(f *testing.F) {
 	f.Add(`{"detail":[]}`, `[]`, ``, `{"policy":"dynamic"}`, `[{"cpuset":"0-"}]`, `null`)
 	// Once took the parser tens of seconds and gigabytes: huge CPU ranges.
 	f.Add(`{"detail":[{"id":0}]}`, `[{"id":0,"cpus":"0-30000000"}]`, `{}`, `{"policy":"static","reservedCPUs":"0-99999999"}`, `[]`, `[]`)
+	// Lists longer than the node's CPUs, entries that share CPUs, CPU-less
+	// NUMA nodes, ids beyond any machine (35 s a parse at 16,000 CPUs).
+	one := `{"detail":[{"id":0,"core":0,"socket":0,"node":0},{"id":1,"core":0,"socket":0,"node":0}]}`
+	f.Add(one, `[{"id":0,"cpus":"0-1"},{"id":1,"cpus":""},{"id":2,"cpus":""}]`, `{}`, `{}`,
+		`[{"uid":"a","cpuset":"0-1"},{"uid":"b","cpuset":"0-1"},{"uid":"c","cpuset":"1"}]`, `[{"cpuset":"0-1"},{"cpuset":"0-1"},{"cpuset":"0"}]`)
+	f.Add(`{"detail":[{"id":99999,"core":0,"socket":0,"node":0}]}`, `[{"id":0,"cpus":"99999"}]`, `{}`, `{}`, `[{"uid":"a","cpuset":"0"},{"uid":"a","cpuset":"1"}]`, `[]`)
 	f.Fuzz(func(t *testing.T, topo, nodes, basic, policy, allocs, pools string) {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: NUMAInfoNamespace, Name: NUMAInfoConfigMapName("n1")},

@@ -42,6 +42,7 @@ func TestQuotaSpec(t *testing.T) {
 func FuzzQuotaSpec(f *testing.F) {
 	f.Add("parent", "true", "false", `{"cpu":"4","memory":"8Gi"}`, `["team-a"]`, "q")
 	f.Add("", "x", "", `{"cpu":"-1"}`, `[1]`, "a/b")
+	f.Add("", "", "", `{"cpu":"1e-9999999","memory":"1e99"}`, `[]`, "q")
 	f.Fuzz(func(t *testing.T, parent, isParent, lent, weight, namespaces, podQuota string) {
 		labels := map[string]string{LabelQuotaParent: parent, LabelQuotaIsParent: isParent, LabelAllowLentResource: lent}
 		ann := map[string]string{AnnotationSharedWeight: weight, AnnotationQuotaNamespaces: namespaces}

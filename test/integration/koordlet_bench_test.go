@@ -135,7 +135,7 @@ func fixtureFor(b *testing.B) (string, fixtureNode) {
 }
 
 // cpuTicks is utime+stime of a process, in 1/100 s.
-func cpuTicks(b *testing.B, pid int) uint64 {
+func cpuTicks(b testing.TB, pid int) uint64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Fatal(err)
@@ -147,7 +147,7 @@ func cpuTicks(b *testing.B, pid int) uint64 {
 }
 
 // vmRSS is the process's resident set in KiB.
-func vmRSS(b *testing.B, pid int) float64 {
+func vmRSS(b testing.TB, pid int) float64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/koord-project/koord/apis/extension"
 	schedulingv1alpha1 "github.com/koord-project/koord/apis/scheduling/v1alpha1"
 	slov1alpha1 "github.com/koord-project/koord/apis/slo/v1alpha1"
 )
@@ -124,4 +125,29 @@ func TestQuantityBombRefused(t *testing.T) {
 	if len(refused) != 1 || !strings.HasPrefix(refused[0], want) {
 		t.Errorf("refused %q, want %q", refused, want)
 	}
+}
+
+// Whatever quantities and however many of them a stored NodeMetric holds,
+// converting it never panics, and is refused, naming the field, exactly
+// when a quantity is out of bounds.
+func FuzzConvertQuantities(f *testing.F) {
+	for _, s := range []string{"1500m", "2Gi", "1e-9999999", "1e-99", "9.99e+99", strings.Repeat("9", 31), "", "x"} {
+		f.Add(s, uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, q string, n uint8) {
+		var pods []any
+		for i := range int(n) {
+			pods = append(pods, map[string]any{"namespace": "x", "name": string(rune('a' + i%26)), "podUsage": map[string]any{"resources": map[string]any{"cpu": q}}})
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
+			"metadata": map[string]any{"name": "n1"}, "status": map[string]any{"podsMetric": pods}}}
+		_, err := convert(NodeMetrics, u)
+		bounded := extension.CheckQuantity(q) == nil
+		switch {
+		case n > 0 && !bounded && (err == nil || !strings.Contains(err.Error(), "status.podsMetric[")):
+			t.Fatalf("%q accepted or refused without naming the field: %v", q, err)
+		case err != nil && bounded && strings.Contains(err.Error(), "exponent"):
+			t.Fatalf("%q is within bounds but refused as a bomb: %v", q, err)
+		}
+	})
 }

@@ -65,6 +65,8 @@ func FuzzNodeResourceTopology(f *testing.F) {
 	data, _ := info.ConfigMapData()
 	f.Add(data[extension.NUMAInfoKeyCPUTopology], data[extension.NUMAInfoKeyCPUManagerPolicy], data[extension.NUMAInfoKeyPodCPUAllocs], "node-0", "node-1")
 	f.Add(`{"detail":[{"id":0}]}`, `{"policy":"static","reservedCPUs":"0-"}`, `[]`, "node-x", "")
+	// More pins than CPUs, pins sharing CPUs, one pod twice.
+	f.Add(data[extension.NUMAInfoKeyCPUTopology], `{}`, `[{"uid":"a","cpuset":"0-7"},{"uid":"b","cpuset":"0-7"},{"uid":"a","cpuset":"1"}]`, "node-0", "node-1")
 	f.Fuzz(func(t *testing.T, topo, policy, allocs, zone0, zone1 string) {
 		nrt := &nrtv1alpha2.NodeResourceTopology{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{
 			"node.koordinator.sh/cpu-topology": topo, "kubelet.koordinator.sh/cpu-manager-policy": policy, "node.koordinator.sh/pod-cpu-allocs": allocs}}}
