@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -22,8 +23,9 @@ import (
 )
 
 // trustScene installs the shipped admission policies and shows a tenant's
-// forged CPU claim refused, and a Reservation the CRD cannot decode refused
-// at write (docs/security.md).
+// forged CPU claim refused, a Reservation the CRD cannot decode and a
+// quantity bomb refused at write, and a self-placed pod shielding itself
+// from preemption refused (docs/security.md).
 func trustScene(ctx context.Context, cp *controlplane.ControlPlane) error {
 	fmt.Println("\nTrust: the shipped admission policies (manifests/policies) and CRD schemas")
 	files, err := fs.Glob(manifests.Policies, "policies/*.yaml")
@@ -78,6 +80,24 @@ func trustScene(ctx context.Context, cp *controlplane.ControlPlane) error {
 		return errors.New("a Reservation with ttl banana was accepted")
 	}
 	fmt.Printf("  Reservation with ttl: banana: refused: %s\n", afterLast(err.Error(), "is invalid: "))
+	// A quantity whose parse would cost every component's watch a second.
+	bomb := `{"status":{"nodeMetric":{"nodeUsage":{"resources":{"cpu":"1e-9999999"}}}}}`
+	err = cp.Koord.SloV1alpha1().RESTClient().Patch(types.MergePatchType).Resource("nodemetrics").Name("node-a").SubResource("status").Body([]byte(bomb)).Do(ctx).Error()
+	if err == nil {
+		return errors.New("a NodeMetric with cpu 1e-9999999 was accepted")
+	}
+	fmt.Printf("  NodeMetric usage cpu: 1e-9999999: refused: %.110s...\n", afterLast(err.Error(), "is invalid: "))
+	// A pod placed by its writer skips the scheduler's quota check.
+	placed, err := controlplane.MakePod(controlplane.PodSpec{Name: "shielded", CPU: "1", Memory: "1Gi", SchedulerName: "koord-scheduler",
+		Labels: map[string]string{extension.LabelPreemptible: "false"}})
+	if err != nil {
+		return err
+	}
+	placed.Spec.NodeName = "node-a"
+	if _, err = tenant.CoreV1().Pods("default").Create(ctx, placed, metav1.CreateOptions{}); err == nil {
+		return errors.New("a self-placed pod labelled preemptible=false was accepted")
+	}
+	fmt.Printf("  tenant pod created on node-a with %s=false: refused: %.120s...\n", extension.LabelPreemptible, afterLast(err.Error(), "denied request: "))
 	return nil
 }
 

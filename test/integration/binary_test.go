@@ -87,6 +87,35 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 }
 func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
 
+// runComponent starts a built component with args until the test ends:
+// then it gets SIGTERM (and is killed 30 s later), and its output is logged
+// if the test failed. exited gets what cmd.Wait returned; a test that reads
+// it puts it back.
+func runComponent(t *testing.T, bin string, args ...string) (*exec.Cmd, *syncBuffer, chan error) {
+	t.Helper()
+	out := &syncBuffer{}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", filepath.Base(bin), out.String())
+		}
+	})
+	return cmd, out, exited
+}
+
 // exitsOnSIGTERM sends a component SIGTERM and wants it to exit cleanly
 // within 30 s (exited is fed by cmd.Wait).
 func exitsOnSIGTERM(t *testing.T, name string, cmd *exec.Cmd, exited <-chan error) {
@@ -150,28 +179,9 @@ func TestBinaryWithShippedConfigAndRBAC(t *testing.T) {
 	}
 
 	port := freePort(t)
-	var out syncBuffer
 	// With Koordinator's gate names, as a Koordinator deployment passes them.
-	cmd := exec.Command(koordSchedulerBinary(t), "--config", config, fmt.Sprintf("--secure-port=%d", port), "--bind-address=127.0.0.1", "-v=2",
+	cmd, out, exited := runComponent(t, koordSchedulerBinary(t), "--config", config, fmt.Sprintf("--secure-port=%d", port), "--bind-address=127.0.0.1", "-v=2",
 		"--feature-gates=PodMutatingWebhook=true,SyncBarrier=true,BatchResource=true")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("koord-scheduler output:\n%s", out.String())
-		}
-	})
 
 	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "node-1", CPU: "4", Memory: "16Gi"}); err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,26 +33,7 @@ func TestHostileNUMAInfoLeavesSchedulerFlat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
-	cmd := exec.Command(koordSchedulerBinary(t), "--config", config, fmt.Sprintf("--secure-port=%d", freePort(t)), "--bind-address=127.0.0.1")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("koord-scheduler output (tail):\n%s", tail(out.String(), 4000))
-		}
-	})
+	cmd, _, _ := runComponent(t, koordSchedulerBinary(t), "--config", config, fmt.Sprintf("--secure-port=%d", freePort(t)), "--bind-address=127.0.0.1")
 	if _, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "web", SchedulerName: "koord-scheduler", CPU: "500m", Memory: "256Mi"}); err != nil {
 		t.Fatal(err)
 	}
@@ -90,11 +69,4 @@ func TestHostileNUMAInfoLeavesSchedulerFlat(t *testing.T) {
 	if _, err := cp.WaitForPodBound(ctx, "default", "api", 10*time.Second); err != nil {
 		t.Error(err)
 	}
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
 }

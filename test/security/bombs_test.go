@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -88,11 +86,7 @@ func TestQuantityBombsStallNothing(t *testing.T) {
 
 	// Stored before the schema bounded them: n2's NodeMetric with twenty
 	// bombs, and a PodGroup with one.
-	for _, n := range []string{"n1", "n2"} {
-		if err := c.ReportNodeMetric(ctx, n, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reportIdle(t, ctx, c.ControlPlane, "n1", "n2")
 	nm, err := c.Koord.SloV1alpha1().NodeMetrics().Get(ctx, "n2", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -146,11 +140,7 @@ func TestHostileNUMAInfoStallsNothing(t *testing.T) {
 	ctx := testContext(t)
 	c := start(t, ctx)
 	client, _ := koordletOn(t, ctx, c, "n1")
-	for _, n := range []string{"n1", "n2"} {
-		if err := c.ReportNodeMetric(ctx, n, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Gi")}, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reportIdle(t, ctx, c.ControlPlane, "n1", "n2")
 	sched, err := c.StartScheduler(ctx, manifests.SchedulerConfig)
 	if err != nil {
 		t.Fatal(err)

@@ -26,16 +26,8 @@ import (
 func TestQuotaNameClashOlderWins(t *testing.T) {
 	ctx := testContext(t)
 	c := start(t, ctx)
-	for _, ns := range []string{"team-b", "aaa", "ccc"} {
-		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range []string{"n1", "n2"} {
-		if err := c.ReportNodeMetric(ctx, n, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Gi")}, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespaces(t, ctx, c.ControlPlane, "team-b", "aaa", "ccc")
+	reportIdle(t, ctx, c.ControlPlane, "n1", "n2")
 	quota := func(ns string) *schedulingsigsv1alpha1.ElasticQuota {
 		cpu := func(v string) corev1.ResourceList {
 			return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}

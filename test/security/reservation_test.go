@@ -26,21 +26,15 @@ import (
 func TestReservationsCannotBeSquattedAcrossNamespaces(t *testing.T) {
 	ctx := testContext(t)
 	c := start(t, ctx)
-	for _, ns := range []string{"team-a", "team-b"} {
-		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespaces(t, ctx, c.ControlPlane, "team-a", "team-b")
 	for _, n := range []string{"n1", "n2"} {
 		// Filled by requests here: the load estimate is not under test.
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"{\"usageThresholds\":{\"cpu\":100,\"memory\":100}}"}}}`, extension.AnnotationCustomUsageThresholds)
 		if _, err := c.Client.CoreV1().Nodes().Patch(ctx, n, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.ReportNodeMetric(ctx, n, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Gi")}, time.Now()); err != nil {
-			t.Fatal(err)
-		}
 	}
+	reportIdle(t, ctx, c.ControlPlane, "n1", "n2")
 	sched, err := c.StartScheduler(ctx, manifests.SchedulerConfig)
 	if err != nil {
 		t.Fatal(err)
