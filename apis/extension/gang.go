@@ -150,7 +150,18 @@ func GetGangSpec(labels, annotations map[string]string) (GangSpec, error) {
 		if err := decodeJSON(v, &groups); err != nil {
 			return GangSpec{}, annotationError(AnnotationGangGroups, err)
 		}
+		// A gang group is a few gangs that start together; every member of
+		// each is looked up whenever one is scheduled, so a tenant's list of
+		// thousands would cost each cycle that many.
+		if len(groups) > MaxGangGroups {
+			return GangSpec{}, annotationError(AnnotationGangGroups, fmt.Errorf("%d gangs, more than the %d a gang group may have", len(groups), MaxGangGroups))
+		}
+		seen := make(map[string]bool, len(groups))
 		for _, key := range groups {
+			if seen[key] {
+				return GangSpec{}, annotationError(AnnotationGangGroups, fmt.Errorf("%q is listed twice", truncate(key)))
+			}
+			seen[key] = true
 			ns, name, ok := strings.Cut(key, "/")
 			if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
 				return GangSpec{}, annotationError(AnnotationGangGroups, fmt.Errorf("%q is not namespace/name", truncate(key)))
@@ -160,6 +171,9 @@ func GetGangSpec(labels, annotations map[string]string) (GangSpec, error) {
 	}
 	return g, nil
 }
+
+// MaxGangGroups bounds the gangs one gang group names.
+const MaxGangGroups = 64
 
 // GangName is the name of the pod's gang ("" for none), without checking
 // anything else: the queue compares pods by it often.

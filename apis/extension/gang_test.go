@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,12 @@ func TestGetGangSpec(t *testing.T) {
 func FuzzGangSpec(f *testing.F) {
 	f.Add("g", "8", "10", "30s", "Strict", `["default/g"]`, "once-satisfied")
 	f.Add("", "-1", "x", "0s", "nope", `[1]`, "")
+	many := make([]string, 70)
+	for i := range many {
+		many[i] = fmt.Sprintf(`"default/g%d"`, i)
+	}
+	f.Add("g", "2", "2", "", "", "["+strings.Join(many, ",")+"]", "")
+	f.Add("g", "2", "2", "", "", `["default/g","default/g"]`, "")
 	f.Fuzz(func(t *testing.T, name, minNum, total, wait, mode, groups, policy string) {
 		ann := map[string]string{AnnotationGangName: name, AnnotationGangMinNum: minNum, AnnotationGangTotalNum: total,
 			AnnotationGangWaitTime: wait, AnnotationGangMode: mode, AnnotationGangGroups: groups, AnnotationGangMatchPolicy: policy}
@@ -56,4 +63,22 @@ func FuzzGangSpec(f *testing.F) {
 			t.Fatalf("accepted an inconsistent gang %+v", g)
 		}
 	})
+}
+
+// A gang group names a few gangs; a list longer than MaxGangGroups, or one
+// naming a gang twice, is refused naming the key.
+func TestGangGroupsBounded(t *testing.T) {
+	many := make([]string, MaxGangGroups+1)
+	for i := range many {
+		many[i] = fmt.Sprintf(`"default/g%d"`, i)
+	}
+	for value, want := range map[string]string{
+		"[" + strings.Join(many, ",") + "]": "65 gangs, more than the 64",
+		`["default/a","default/a"]`:         `"default/a" is listed twice`,
+	} {
+		_, err := GetGangSpec(nil, map[string]string{AnnotationGangName: "a", AnnotationGangMinNum: "1", AnnotationGangGroups: value})
+		if err == nil || !strings.Contains(err.Error(), AnnotationGangGroups) || !strings.Contains(err.Error(), want) {
+			t.Errorf("groups %.40s: %v, want refused saying %q", value, err, want)
+		}
+	}
 }
