@@ -355,8 +355,15 @@ func TestDeschedulerBinaryWithShippedRBAC(t *testing.T) {
 	if _, err := cp.CreateNode(ctx, controlplane.NodeSpec{Name: "db-1", CPU: "8", Memory: "32Gi"}); err != nil {
 		t.Fatal(err)
 	}
-	pod, err := cp.CreatePod(ctx, controlplane.PodSpec{Name: "moved", CPU: "100m", Memory: "64Mi"})
+	// A ReplicaSet's pod on db-1: a pod the descheduler's evictor would
+	// move (a bare pod, or one on no node, it would not: its job fails).
+	pod, err := controlplane.MakePod(controlplane.PodSpec{Name: "moved", CPU: "100m", Memory: "64Mi"})
 	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Spec.NodeName = "db-1"
+	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "moved", UID: "rs-moved", Controller: ptr.To(true)}}
+	if pod, err = cp.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var log syncBuffer
@@ -379,12 +386,16 @@ func TestDeschedulerBinaryWithShippedRBAC(t *testing.T) {
 	if _, err := cp.Koord.SchedulingV1alpha1().PodMigrationJobs().Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	var last schedulingv1alpha1.PodMigrationJobStatus
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		j, err := cp.Koord.SchedulingV1alpha1().PodMigrationJobs().Get(ctx, "direct", metav1.GetOptions{})
+		if err == nil {
+			last = j.Status
+		}
 		return err == nil && j.Status.Phase == schedulingv1alpha1.PodMigrationJobSucceeded && strings.Contains(log.String(), "Descheduling"), nil
 	})
 	if err != nil {
-		t.Fatalf("the EvictDirectly job did not succeed, or no round ran")
+		t.Fatalf("the EvictDirectly job did not succeed (%s %s: %s), or no round ran", last.Phase, last.Reason, last.Message)
 	}
 	if _, err := cp.Client.CoreV1().Pods("default").Get(ctx, "moved", metav1.GetOptions{}); err == nil {
 		t.Error("the job succeeded but its pod is still there")

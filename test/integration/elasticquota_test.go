@@ -305,6 +305,7 @@ func TestElasticQuotaChargesReservations(t *testing.T) {
 	startManager(t, ctx, cp, time.Hour)
 
 	r := newReservation("team-r-capacity", "3", ownersByLabel("app", "web"))
+	r.Spec.Template.Namespace = "team-r" // its owners' (owners by label are held to it)
 	r.Spec.Template.Labels = map[string]string{extension.LabelQuotaName: "team-r"}
 	if _, err := cp.Koord.SchedulingV1alpha1().Reservations().Create(ctx, r, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
