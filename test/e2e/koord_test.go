@@ -67,7 +67,8 @@ var _ = Describe("reservation", Label("reservation"), func() {
 		r := &schedulingv1alpha1.Reservation{
 			ObjectMeta: metav1.ObjectMeta{Name: "e2e-reservation"},
 			Spec: schedulingv1alpha1.ReservationSpec{
-				Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeName: realNode, Containers: []corev1.Container{{
+				// Its owner's namespace: owners by label are held to it.
+				Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace}, Spec: corev1.PodSpec{NodeName: realNode, Containers: []corev1.Container{{
 					Name: "main", Image: imagePrefix + "sleeper:" + imageTag,
 					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("16Mi")}},
 				}}}},

@@ -13,9 +13,9 @@ import (
 
 // Guard holds every PodMigrationJob, whoever created it, to the rules that
 // decide which pods koord-descheduler may move at all: MigrationController's
-// namespaces, the evictor's filters (no DaemonSet, mirror, static or
+// namespaces, the evictor's filters (no bare, DaemonSet, mirror, static or
 // terminating pods; system-critical, local-storage and PVC pods only where
-// its args allow; its label selector, priority threshold, node fit) and a
+// its args allow; its label selector and priority threshold) and a
 // pod's eviction cost of 2147483647. Without it, anyone who may create a
 // job could evict any pod by naming it. Koordinator fails such jobs with
 // ForbiddenMigratePod; so does Koord.
@@ -49,7 +49,7 @@ func (g *Guard) Forbidden(pod *corev1.Pod) (why string, ready bool) {
 	case r.Filter != nil && !r.Filter(pod):
 		return "the descheduler's evictor does not move it: " + evictorReason(pod), true
 	case r.PreEvictionFilter != nil && !r.PreEvictionFilter(pod):
-		return "the descheduler's evictor does not move it: no other node fits it, or its namespace does not match namespaceLabelSelector", true
+		return "the descheduler's evictor does not move it: its namespace does not match the evictor's namespaceLabelSelector", true
 	}
 	return "", true
 }
@@ -61,6 +61,7 @@ func evictorReason(pod *corev1.Pod) string {
 		is   bool
 		what string
 	}{
+		{len(pod.OwnerReferences) == 0, "it is a bare pod, which nothing would recreate (evictFailedBarePods lets failed ones go)"},
 		{utils.IsDaemonsetPod(pod.OwnerReferences), "it is a DaemonSet's pod"},
 		{utils.IsMirrorPod(pod), "it is a mirror pod"},
 		{utils.IsStaticPod(pod), "it is a static pod"},
