@@ -107,7 +107,9 @@ func buildReservations(ctx context.Context, koord koordclientset.Interface, n, n
 	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}
 	return parallel(n, func(i int) error {
 		r := &schedulingv1alpha1.Reservation{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("perf-reservation-%05d", i)},
+			// Owners in each profile's namespace: open to every namespace.
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("perf-reservation-%05d", i),
+				Annotations: map[string]string{extension.AnnotationReservationOwnersAnyNamespace: "true"}},
 			Spec: schedulingv1alpha1.ReservationSpec{
 				Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
 					Name: "main", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{Requests: req},
