@@ -77,14 +77,6 @@ func leadingDigits(s string) (digits, rest string) {
 	return s[:i], s[i:]
 }
 
-// ParseQuantity is resource.ParseQuantity behind CheckQuantity.
-func ParseQuantity(s string) (resource.Quantity, error) {
-	if err := CheckQuantity(s); err != nil {
-		return resource.Quantity{}, err
-	}
-	return resource.ParseQuantity(s)
-}
-
 // CheckQuantities checks, before v is decoded into a value of type t, every
 // part of v that t reads as a resource.Quantity: v is a JSON document as
 // encoding/json decodes it into any (with UseNumber or without), or an

@@ -59,7 +59,7 @@ func FuzzCheckQuantity(f *testing.F) {
 			t.Fatalf("CheckQuantity(%q) = %v but QuantityPattern matches: %v", s, err, quantityPattern.MatchString(s))
 		}
 		if err == nil {
-			_, _ = ParseQuantity(s)
+			_, _ = resource.ParseQuantity(s)
 		}
 	})
 }

@@ -58,6 +58,14 @@ func OwnerNamespace(r *schedulingv1alpha1.Reservation) string {
 	return metav1.NamespaceDefault
 }
 
+// HeldToNamespace says whether owner entry o finds its pods by something
+// that does not name their namespace, labels or a controller's name alone,
+// and so is held to OwnerNamespace. An object names its namespace and a
+// controller's UID is unique.
+func HeldToNamespace(o *schedulingv1alpha1.ReservationOwner) bool {
+	return o.Object == nil && (o.Controller == nil || (o.Controller.UID == "" && o.Controller.Namespace == ""))
+}
+
 // CompileOwners parses r's owner selectors.
 func CompileOwners(r *schedulingv1alpha1.Reservation) Owners {
 	o := Owners{entries: r.Spec.Owners, selectors: make([]labels.Selector, len(r.Spec.Owners)), namespace: OwnerNamespace(r)}
@@ -160,10 +168,7 @@ func ownerMatches(o *schedulingv1alpha1.ReservationOwner, sel labels.Selector, n
 	if o.Object == nil && o.Controller == nil && o.LabelSelector == nil {
 		return false // an empty entry matches nothing, not everything
 	}
-	// An object names its namespace and a controller's UID is unique; an
-	// owner found by labels or by a controller's name alone is held to the
-	// reservation's namespace.
-	if scoped := o.Object == nil && (o.Controller == nil || (o.Controller.UID == "" && o.Controller.Namespace == "")); scoped && namespace != "" && pod.Namespace != namespace {
+	if namespace != "" && HeldToNamespace(o) && pod.Namespace != namespace {
 		return false
 	}
 	if obj := o.Object; obj != nil {

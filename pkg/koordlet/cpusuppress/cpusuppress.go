@@ -7,7 +7,8 @@
 // measured at the latest sample. With cpuSuppressPolicy cpuset the
 // besteffort cgroup gets that many whole CPUs, rounded down, from the shared pool (never CPUs
 // bound to LSE/LSR pods or reservations); with cfsQuota it gets that much CFS
-// quota, shared with the BE pods kubelet put in other cgroups (quota.go). A floor keeps BE from freezing. The interference guard (guard.go)
+// quota, shared with the BE pods kubelet put in other cgroups (quota.go).
+// A floor keeps BE from freezing. The interference guard (guard.go)
 // lowers the threshold while LS pods wait too long for a CPU.
 package cpusuppress
 

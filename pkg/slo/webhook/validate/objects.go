@@ -27,8 +27,8 @@ func ReservationWarnings(r *schedulingv1alpha1.Reservation) []string {
 		return nil
 	}
 	var out []string
-	for i, o := range r.Spec.Owners {
-		if o.Object == nil && (o.LabelSelector != nil || (o.Controller != nil && o.Controller.UID == "" && o.Controller.Namespace == "")) {
+	for i := range r.Spec.Owners {
+		if o := &r.Spec.Owners[i]; (o.LabelSelector != nil || o.Controller != nil) && reservationutil.HeldToNamespace(o) {
 			out = append(out, fmt.Sprintf("spec.owners[%d]: only pods of namespace %s are owners (the template's); annotate the Reservation %s=true to let pods of every namespace own it, as in Koordinator",
 				i, ns, extension.AnnotationReservationOwnersAnyNamespace))
 		}
