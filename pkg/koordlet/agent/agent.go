@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,7 +41,6 @@ import (
 	schedlisters "github.com/koord-project/koord/pkg/client/listers/scheduling/v1alpha1"
 	"github.com/koord-project/koord/pkg/features"
 	"github.com/koord-project/koord/pkg/koordlet/cgroup"
-	"github.com/koord-project/koord/pkg/koordlet/ebpf/runqlat"
 	"github.com/koord-project/koord/pkg/koordlet/evict"
 	"github.com/koord-project/koord/pkg/koordlet/nodeslo"
 	"github.com/koord-project/koord/pkg/koordlet/qos"
@@ -439,30 +436,6 @@ func (a *Agent) reconcile(ctx context.Context) {
 	a.pinCPUs(ctx, a.machine, k, pods, bound, malformed)
 }
 
-// vetClaims drops from bound the CPU claims koordlet refuses
-// (qos.VetClaims), reporting each once, as an Event on the pod naming the
-// conflict: those pods run on the shared pool.
-func (a *Agent) vetClaims(logger klog.Logger, k *topology.Kubelet, pods []*corev1.Pod, bound map[types.UID]cpuset.CPUSet) {
-	ids := make([]int, 0, len(a.machine.CPUTopology.Detail))
-	for _, c := range a.machine.CPUTopology.Detail {
-		ids = append(ids, int(c.ID))
-	}
-	reserved, _ := extension.ParseCPUSet(k.Policy.ReservedCPUs) // validated by ReadKubelet
-	refused := qos.VetClaims(pods, bound, qos.Claims{Schedulers: a.opts.SchedulerNames, All: cpuset.New(ids...), Reserved: reserved, KubeletPinned: k.Pinned})
-	for _, p := range pods {
-		cause := "claim/" + string(p.UID)
-		err, bad := refused[p.UID]
-		if !bad {
-			a.faults.clear(logger, cause)
-			continue
-		}
-		delete(bound, p.UID)
-		if a.faults.report(logger, cause, err) {
-			a.recorder.Eventf(p, corev1.EventTypeWarning, "CPUClaimRefused", "%v", err)
-		}
-	}
-}
-
 // syncTopology publishes the node's topology if it changed.
 func (a *Agent) syncTopology(ctx context.Context, m *topology.Machine, k *topology.Kubelet, pods []*corev1.Pod, bound map[types.UID]cpuset.CPUSet) {
 	logger := klog.FromContext(ctx)
@@ -507,153 +480,6 @@ func (a *Agent) syncTopology(ctx context.Context, m *topology.Machine, k *topolo
 	}
 }
 
-// faults logs each cause of failure once (again only when its error
-// changes) and counts every occurrence.
-type faults struct {
-	mu      sync.Mutex
-	last    map[string]string
-	metrics *metrics
-}
-
-func newFaults(m *metrics) *faults { return &faults{last: map[string]string{}, metrics: m} }
-
-// report counts err and logs it if it is new for cause; it says whether it was.
-func (f *faults) report(logger klog.Logger, cause string, err error) bool {
-	f.metrics.errors.WithLabelValues(causeLabel(cause)).Inc()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.last[cause] == err.Error() {
-		return false
-	}
-	f.last[cause] = err.Error()
-	logger.Error(err, "koordlet cannot do its job; retrying", "cause", cause)
-	return true
-}
-
-func (f *faults) clear(logger klog.Logger, cause string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.last[cause]; ok {
-		delete(f.last, cause)
-		logger.Info("Recovered", "cause", cause)
-	}
-}
-
-// causeLabel keeps metric cardinality bounded: per-pod causes share one label.
-func causeLabel(cause string) string {
-	kind, _, _ := strings.Cut(cause, "/")
-	return kind
-}
-
-// pinCPUs writes every pod's cpuset (qos.PlanCPUSets) to its cgroups, and
-// the BE CPUs to kubelet's besteffort cgroup, then the other QoS knobs
-// (applyQoS). Until kubelet's pod cgroups exist under the cgroup root, it
-// only looks for them.
-func (a *Agent) pinCPUs(ctx context.Context, m *topology.Machine, k *topology.Kubelet, pods []*corev1.Pod, bound map[types.UID]cpuset.CPUSet, malformed map[types.UID]error) {
-	logger := klog.FromContext(ctx)
-	if a.layout == nil {
-		l, err := cgroup.Detect(a.opts.CgroupRoot, a.opts.KubeletCgroupRoot)
-		if err != nil {
-			a.faults.report(logger, "cgroup", err)
-			return
-		}
-		a.faults.clear(logger, "cgroup")
-		logger.Info("Found kubelet's pod cgroups", "root", l.Root, "version", l.Version, "driver", l.Driver)
-		a.layout = &l
-	}
-	ids := make([]int, 0, len(m.CPUTopology.Detail))
-	for _, c := range m.CPUTopology.Detail {
-		ids = append(ids, int(c.ID))
-	}
-	all := cpuset.New(ids...)
-	reserved, _ := extension.ParseCPUSet(k.Policy.ReservedCPUs) // validated by ReadKubelet
-	a.shared = all.Difference(qos.Exclusive(bound, k.Pinned, a.reservationCPUs(logger))).Difference(reserved)
-	s := a.strategy(logger)
-	known := a.sloKnown(logger)
-	be, beDecided := a.beCPUs(s, a.shared)
-	beDecided = beDecided && known
-	plan := qos.PlanCPUSets(pods, bound, malformed, a.shared, be, k.Pinned)
-	if !beDecided {
-		// Until BE suppression has decided, BE pods keep what they have.
-		for _, p := range pods {
-			if extension.EnforcedQoSClass(p) == extension.QoSBE {
-				delete(plan, p.UID)
-			}
-		}
-	}
-	// Every cgroup is re-read each FullCheckEvery reconciles, to undo
-	// changes made behind koordlet's back; in between only pods whose plan
-	// or containers changed are touched.
-	full := time.Since(a.lastChecked) >= fullCheckEvery*a.opts.ReconcileInterval
-	if full {
-		a.lastChecked = time.Now()
-	}
-	if a.applied == nil {
-		a.applied = map[types.UID]string{}
-	}
-	// The besteffort cgroup first: when BE CPUs grow, its pods may then grow
-	// into them; when they shrink, SetCPUSetTree narrows children first.
-	if beDecided {
-		a.pinBestEffort(logger, be, full)
-	}
-	present := map[types.UID]bool{}
-	for _, p := range pods {
-		present[p.UID] = true
-		cpus, ok := plan[p.UID]
-		if !ok {
-			continue
-		}
-		key := cpus.String()
-		for _, c := range p.Status.ContainerStatuses {
-			key += " " + c.ContainerID
-		}
-		if !full && a.applied[p.UID] == key {
-			continue
-		}
-		n, err := qos.ApplyCPUSet(*a.layout, p, cpus)
-		a.metrics.cpusetWrites.Add(float64(n))
-		cause := "cgroup/" + string(p.UID)
-		switch {
-		case errors.Is(err, qos.ErrCgroupMissing):
-			// Pods' cgroups appear after they are bound and vanish when they
-			// end; the next pass sees them.
-		case err != nil:
-			a.faults.report(logger, cause, err)
-		default:
-			a.faults.clear(logger, cause)
-			a.applied[p.UID] = key
-		}
-	}
-	for uid := range a.applied {
-		if !present[uid] {
-			delete(a.applied, uid)
-		}
-	}
-	if known {
-		a.applyQoS(ctx, pods, full)
-	}
-}
-
 // optionalSyncTimeout is how long Run waits for the NodeSLO and Reservation
 // caches before it carries on without them.
 var optionalSyncTimeout = 30 * time.Second
-
-// fullCheckEvery is how many reconciles pass between reads of every pod's
-// cgroups (10 s with the default 1 s interval).
-const fullCheckEvery = 10
-
-// loadProbe loads the run-queue latency probe, or says once why it cannot.
-func (a *Agent) loadProbe(logger klog.Logger) {
-	p, err := runqlat.Load()
-	if err != nil {
-		a.metrics.ebpfEnabled.Set(0)
-		logger.Error(err, "eBPF run-queue latency is off; koordlet carries on without it")
-		return
-	}
-	a.latency = newLatency(p)
-	if err := a.reg.Register(a.latency); err != nil {
-		logger.Error(err, "Cannot export run-queue latency metrics")
-	}
-	a.metrics.ebpfEnabled.Set(1)
-	logger.Info("eBPF run-queue latency probe attached")
-}

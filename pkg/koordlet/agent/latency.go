@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	v1qos "k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
 
 	"github.com/koord-project/koord/apis/extension"
@@ -165,4 +166,20 @@ func (l *latency) lsInterval(pods []*corev1.Pod) (p99 time.Duration, waits uint6
 		l.guarded[p.UID] = pl.hist
 	}
 	return time.Duration(sum.Quantile(0.99) * float64(time.Second)), sum.Count()
+}
+
+// loadProbe loads the run-queue latency probe, or says once why it cannot.
+func (a *Agent) loadProbe(logger klog.Logger) {
+	p, err := runqlat.Load()
+	if err != nil {
+		a.metrics.ebpfEnabled.Set(0)
+		logger.Error(err, "eBPF run-queue latency is off; koordlet carries on without it")
+		return
+	}
+	a.latency = newLatency(p)
+	if err := a.reg.Register(a.latency); err != nil {
+		logger.Error(err, "Cannot export run-queue latency metrics")
+	}
+	a.metrics.ebpfEnabled.Set(1)
+	logger.Info("eBPF run-queue latency probe attached")
 }

@@ -26,10 +26,8 @@ func validateQuota(ctx context.Context, c client.Reader, req admission.Request) 
 	if err := json.Unmarshal(req.Object.Raw, q); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	ns := q.Namespace
-	if ns == "" {
-		ns = req.Namespace
-	}
+	// The request's namespace is the one the API server stores it in.
+	ns := req.Namespace
 	var all schedulingsigsv1alpha1.ElasticQuotaList
 	if err := c.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("listing ElasticQuotas: %w", err))
