@@ -101,7 +101,7 @@ func hostileNUMAInfo() *corev1.ConfigMap {
 }
 
 // BenchmarkParseNUMAInfoHostile: refused after the first overlapping entry
-// (35 s a parse before the lists were capped, docs/benchmarks.md).
+// (12 s a parse here before the lists were capped; now docs/benchmarks.md).
 func BenchmarkParseNUMAInfoHostile(b *testing.B) {
 	cm := hostileNUMAInfo()
 	b.ReportAllocs()
