@@ -137,7 +137,11 @@ func (r *Reconciler) step(ctx context.Context, req reconcile.Request) (reconcile
 		if r.Guard != nil {
 			why, ready := r.Guard.Forbidden(pod)
 			if !ready {
-				return reconcile.Result{RequeueAfter: time.Second}, r.status(ctx, job, schedulingv1alpha1.PodMigrationJobPending, "Waiting", "the descheduler's caches have not synced yet")
+				const msg = "the descheduler's caches have not synced yet"
+				if job.Status.Message == msg {
+					return reconcile.Result{RequeueAfter: time.Second}, nil // said so already
+				}
+				return reconcile.Result{RequeueAfter: time.Second}, r.status(ctx, job, schedulingv1alpha1.PodMigrationJobPending, "Waiting", msg)
 			}
 			if why != "" {
 				return reconcile.Result{}, r.finish(ctx, job, schedulingv1alpha1.PodMigrationJobFailed, schedulingv1alpha1.PodMigrationJobReasonForbiddenMigratePod,
