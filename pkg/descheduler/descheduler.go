@@ -211,6 +211,7 @@ func (r *rounds) Start(ctx context.Context) error {
 				Migrate:    func(ctx context.Context, m lownodeload.Move) error { return r.migrate(ctx, mc, m) },
 				Report:     r.metrics.report(p.Name),
 				Namespaces: namespaces(mc.Namespaces),
+				Leaving:    r.leaving,
 			})
 		}, &lownodeload.Plugin{}, &v1alpha2.LowNodeLoadArgs{}, nil, nil, reg)
 		pluginregistry.Register(v1alpha2.MigrationControllerName, defaultevictor.New, &defaultevictor.DefaultEvictor{}, &defaultevictor.DefaultEvictorArgs{}, nil, nil, reg)
@@ -357,6 +358,26 @@ func namespaces(n *v1alpha2.Namespaces) func(string) bool {
 	}
 }
 
+// leaving are the pods of the unfinished PodMigrationJobs (the manager's
+// cache), whoever made them.
+func (r *rounds) leaving(ctx context.Context) (map[string]bool, error) {
+	var jobs schedulingv1alpha1.PodMigrationJobList
+	if err := r.c.List(ctx, &jobs); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, j := range jobs.Items {
+		if unfinished(j.Status.Phase) && j.Spec.PodRef != nil {
+			out[j.Spec.PodRef.Namespace+"/"+j.Spec.PodRef.Name] = true
+		}
+	}
+	return out, nil
+}
+
+func unfinished(p schedulingv1alpha1.PodMigrationJobPhase) bool {
+	return p == "" || p == schedulingv1alpha1.PodMigrationJobPending || p == schedulingv1alpha1.PodMigrationJobRunning
+}
+
 // migrate creates the PodMigrationJob for a move, unless the pod has an
 // unfinished one already.
 func (r *rounds) migrate(ctx context.Context, mc *v1alpha2.MigrationControllerArgs, m lownodeload.Move) error {
@@ -365,7 +386,7 @@ func (r *rounds) migrate(ctx context.Context, mc *v1alpha2.MigrationControllerAr
 		return err
 	}
 	for _, j := range jobs.Items {
-		if j.Status.Phase == "" || j.Status.Phase == schedulingv1alpha1.PodMigrationJobPending || j.Status.Phase == schedulingv1alpha1.PodMigrationJobRunning {
+		if unfinished(j.Status.Phase) {
 			return nil
 		}
 	}

@@ -291,8 +291,11 @@ func TestDeschedulerLowNodeLoad(t *testing.T) {
 	}
 	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
 		j, err := cp.Koord.SchedulingV1alpha1().PodMigrationJobs().Get(ctx, moving.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil // a failed read must not lose the job's name
+		}
 		moving = *j
-		return err == nil && j.Status.Phase == schedulingv1alpha1.PodMigrationJobSucceeded, nil
+		return j.Status.Phase == schedulingv1alpha1.PodMigrationJobSucceeded, nil
 	})
 	if err != nil {
 		t.Fatalf("job %s: %s %s %s", moving.Name, moving.Status.Phase, moving.Status.Reason, moving.Status.Message)

@@ -43,7 +43,14 @@ type Deps struct {
 	// Namespaces says whether the evictor may move a pod of a namespace
 	// (MigrationController's namespaces).
 	Namespaces func(string) bool
-	Now        func() time.Time
+	// Leaving are the pods an unfinished PodMigrationJob is moving (nil:
+	// none). A node's NodeMetric still counts them until they are gone and
+	// its koordlet reports again, so a round judges the node without them:
+	// one move at a time is what brings a node under the mark, not a second
+	// pod taken because the first is still measured there.
+	// Keys are namespace/name.
+	Leaving func(ctx context.Context) (map[string]bool, error)
+	Now     func() time.Time
 }
 
 // Plugin is LowNodeLoad.
@@ -139,6 +146,17 @@ func (p *Plugin) Balance(ctx context.Context, nodes []*corev1.Node) *frameworkty
 		byPool[i] = append(byPool[i], nl)
 	}
 	dryRun := p.deps.DryRun || ptr.Deref(p.args.DryRun, false)
+	if p.deps.Leaving != nil {
+		leaving, err := p.deps.Leaving(ctx)
+		if err != nil {
+			return &frameworktypes.Status{Err: err}
+		}
+		for i := range byPool {
+			for j := range byPool[i] {
+				byPool[i][j] = withoutLeaving(byPool[i][j], leaving)
+			}
+		}
+	}
 	for i, pl := range p.pools {
 		plan := pl.detector.plan(byPool[i], Options{
 			Thresholds: pl.t, NodeFit: ptr.Deref(p.args.NodeFit, true), NumberOfNodes: ptr.Deref(p.args.NumberOfNodes, 0),
@@ -161,6 +179,49 @@ func (p *Plugin) Balance(ctx context.Context, nodes []*corev1.Node) *frameworkty
 		}
 	}
 	return nil
+}
+
+// withoutLeaving is nl without the pods leaving it: they are not moved
+// again, and their usage is taken off the node's.
+func withoutLeaving(nl NodeLoad, leaving map[string]bool) NodeLoad {
+	if len(leaving) == 0 {
+		return nl
+	}
+	var staying []*corev1.Pod
+	var gone corev1.ResourceList
+	for _, p := range nl.Pods {
+		if !leaving[p.Namespace+"/"+p.Name] {
+			staying = append(staying, p)
+			continue
+		}
+		if nl.Usage != nil {
+			if gone == nil {
+				gone = corev1.ResourceList{}
+			}
+			for r, q := range podUsage(nl, p) {
+				sum := gone[r]
+				sum.Add(q)
+				gone[r] = sum
+			}
+		}
+	}
+	if len(staying) == len(nl.Pods) {
+		return nl
+	}
+	nl.Pods = staying
+	if gone != nil {
+		usage := nl.Usage.DeepCopy()
+		for r, q := range gone {
+			u := usage[r]
+			u.Sub(q)
+			if u.Sign() < 0 {
+				u.Set(0)
+			}
+			usage[r] = u
+		}
+		nl.Usage = usage
+	}
+	return nl
 }
 
 // load gathers a node's NodeMetric and pods; an expired or missing

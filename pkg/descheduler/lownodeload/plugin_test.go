@@ -152,3 +152,36 @@ func TestNodePools(t *testing.T) {
 		t.Errorf("default pool hot %v: 60 %% is under its 70 %%", got)
 	}
 }
+
+// A pod an unfinished PodMigrationJob is moving still counts in its node's
+// NodeMetric until it is gone and koordlet reports again: the node is
+// judged without it, so the move in flight does not make a second one.
+func TestPodsLeavingAreNotMovedTwice(t *testing.T) {
+	now := time.Unix(10000, 0)
+	be1, be2 := pod("be-1", "hot", "BE", 5000), pod("be-2", "hot", "BE", 5000)
+	hot := load(node("hot", "10", "64Gi"), "1", map[*corev1.Pod]string{be1: "3", be2: "3", pod("web", "hot", "LS", 9000): "2"})
+	cool := load(node("cool", "10", "64Gi"), "1", nil)
+	metrics := map[string]*slov1alpha1.NodeMetric{"hot": metric(hot, now), "cool": metric(cool, now)}
+	args := &v1alpha2.LowNodeLoadArgs{LowThresholds: v1alpha2.ResourceThresholds{corev1.ResourceCPU: 30}, HighThresholds: v1alpha2.ResourceThresholds{corev1.ResourceCPU: 70},
+		AnomalyCondition: &v1alpha2.LoadAnomalyCondition{ConsecutiveAbnormalities: 1}}
+	args.Default()
+	for leaving, want := range map[string]int{"": 1, "ns/be-1": 0} {
+		var moved []Move
+		p, err := New(args, handle{pods: map[string][]*corev1.Pod{"hot": hot.Pods}}, Deps{
+			NodeMetric: func(n string) *slov1alpha1.NodeMetric { return metrics[n] },
+			Migrate:    func(_ context.Context, m Move) error { moved = append(moved, m); return nil },
+			Leaving:    func(context.Context) (map[string]bool, error) { return map[string]bool{leaving: true}, nil },
+			Now:        func() time.Time { return now },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := p.Balance(t.Context(), []*corev1.Node{hot.Node, cool.Node}); st != nil && st.Err != nil {
+			t.Fatal(st.Err)
+		}
+		// 9 of 10 cores with both BE pods; 6 once be-1 is counted as gone.
+		if len(moved) != want {
+			t.Errorf("leaving %q: %d moves %+v, want %d", leaving, len(moved), moved, want)
+		}
+	}
+}
